@@ -1,0 +1,145 @@
+"""One settings object: defaults, then `config.toml` in the data directory, then environment.
+
+The data directory is `ASSISTANT_HOME` when set (tests point it at a temporary folder),
+otherwise the platform's user data directory. A bad file or value raises `ConfigError`
+naming the file, the key and what is wrong.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from assistant.errors import ConfigError
+
+APP_NAME = "assistant"
+CONFIG_FILE_NAME = "config.toml"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class LoopLimits(_Section):
+    """Every bound of one turn (SPEC L7, L9-L11), checked in one place by the loop."""
+
+    max_requests: int = Field(8, ge=1, description="Model requests per turn, wrap-up included.")
+    max_tool_calls: int = Field(16, ge=0, description="Tool executions per turn.")
+    max_identical_calls: int = Field(2, ge=1, description="Same tool + same arguments per turn.")
+    max_tool_failures: int = Field(2, ge=1, description="Consecutive failures of one tool.")
+    tool_timeout_s: float = Field(20.0, gt=0, description="Default per-tool timeout.")
+    turn_timeout_s: float = Field(180.0, gt=0, description="Wall-clock budget of one turn.")
+    parallel_tools: int = Field(4, ge=1, description="Concurrent tool executions.")
+    result_budget_chars: int = Field(4000, ge=200, description="Size of one tool result.")
+    cache_ttl_s: float = Field(600.0, ge=0, description="TTL of cached read-only results.")
+    grounding_check: bool = Field(True, description="Check final answers against tool results.")
+
+
+class ModelSettings(_Section):
+    """Where the chat model lives; with no endpoint the offline planner answers."""
+
+    base_url: str | None = None
+    api_key: str | None = None
+    name: str = "gpt-4o-mini"
+    temperature: float = Field(0.2, ge=0, le=2)
+    timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(3, ge=0, le=10)
+
+    @property
+    def offline(self) -> bool:
+        return not (self.base_url or self.api_key)
+
+
+class Settings(_Section):
+    home: Path
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    loop: LoopLimits = Field(default_factory=LoopLimits)
+    vault: Path | None = None
+    debug: bool = False
+    config_file: Path | None = None
+
+    @property
+    def traces_db(self) -> Path:
+        return self.home / "traces.db"
+
+    @property
+    def memory_db(self) -> Path:
+        return self.home / "memory.db"
+
+
+def default_home(environ: Mapping[str, str] | None = None) -> Path:
+    environ = os.environ if environ is None else environ
+    if environ.get("ASSISTANT_HOME"):
+        return Path(environ["ASSISTANT_HOME"]).expanduser()
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir(APP_NAME, appauthor=False))
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config file: {exc.strerror}") from exc
+
+
+_ENV_KEYS: dict[str, tuple[str, ...]] = {
+    "OPENAI_BASE_URL": ("model", "base_url"),
+    "OPENAI_API_KEY": ("model", "api_key"),
+    "ASSISTANT_MODEL": ("model", "name"),
+    "ASSISTANT_VAULT": ("vault",),
+    "ASSISTANT_DEBUG": ("debug",),
+}
+
+
+def _overlay_environment(data: dict[str, Any], environ: Mapping[str, str]) -> None:
+    for variable, key_path in _ENV_KEYS.items():
+        value = environ.get(variable)
+        if not value:
+            continue
+        target = data
+        for key in key_path[:-1]:
+            target = target.setdefault(key, {})
+        target[key_path[-1]] = value
+
+
+def _describe(error: ValidationError, source: str) -> str:
+    problems = []
+    for item in error.errors():
+        key = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        message = "unknown key" if item["type"] == "extra_forbidden" else item["msg"]
+        problems.append(f"{source}: key '{key}': {message} (got {item.get('input')!r})")
+    return "; ".join(problems)
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Build the settings; the config file is optional, its mistakes are not silent."""
+    environ = os.environ if environ is None else environ
+    home = default_home(environ)
+    config_path = Path(environ["ASSISTANT_CONFIG"]) if environ.get("ASSISTANT_CONFIG") else None
+    if config_path is None and (home / CONFIG_FILE_NAME).exists():
+        config_path = home / CONFIG_FILE_NAME
+    data: dict[str, Any] = _read_config_file(config_path) if config_path else {}
+    if config_path:
+        try:
+            Settings.model_validate({**data, "home": home})
+        except ValidationError as exc:
+            raise ConfigError(_describe(exc, str(config_path))) from exc
+    _overlay_environment(data, environ)
+    data["home"] = home
+    data["config_file"] = config_path
+    try:
+        settings = Settings.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, "environment")) from exc
+    if settings.vault is not None:
+        settings.vault = settings.vault.expanduser()
+    return settings

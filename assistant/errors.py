@@ -1,0 +1,50 @@
+"""The few exceptions that leave the loop; each carries a message a user can act on.
+
+Tool failures never raise out of the loop (they become data for the model), and bound
+hits are outcomes, not exceptions. What remains is: bad configuration, a model endpoint
+that misbehaves or cannot be reached, and storage faults.
+"""
+
+from __future__ import annotations
+
+
+class AssistantError(Exception):
+    """Base of every error the CLI reports as a clear one-line message."""
+
+
+class ConfigError(AssistantError):
+    """The configuration (file or environment) is missing, unreadable or invalid."""
+
+
+class ModelError(AssistantError):
+    """The model endpoint failed; `code` names the kind of failure for traces and clients."""
+
+    code = "MODEL_ERROR"
+
+
+class ModelUnavailable(ModelError):
+    code = "MODEL_UNAVAILABLE"
+
+
+class ModelTimeout(ModelError):
+    code = "MODEL_TIMEOUT"
+
+
+class ModelRateLimited(ModelError):
+    code = "MODEL_RATE_LIMITED"
+
+
+class ModelServerError(ModelError):
+    code = "MODEL_SERVER_ERROR"
+
+
+class ModelRequestError(ModelError):
+    """The endpoint rejected the request (bad key, unknown model, bad payload)."""
+
+    code = "MODEL_REQUEST_REJECTED"
+
+
+class ModelReplyError(ModelError):
+    """The endpoint answered with something that is not a usable chat completion."""
+
+    code = "MODEL_BAD_REPLY"

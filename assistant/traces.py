@@ -1,0 +1,258 @@
+"""Traces (SPEC T1-T3): every turn, request, reply and tool call, in SQLite.
+
+A request stores only the messages added since the previous request of the same turn
+(plus how many came before), so a long turn does not store its history over and over;
+`requests_messages` rebuilds each full request for replay. Everything is redacted first.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import sqlite_utils
+
+from assistant.errors import ModelError
+from assistant.loop import Turn, TurnRecorder
+from assistant.model import Message, ModelReply
+from assistant.outcome import TurnOutcome
+from memory.db import Database, Migrations
+from memory.redact import Redactor
+from memory.working import WorkingMemory
+from tools.runner import CallOutcome
+
+migrations = Migrations("traces")
+
+
+@migrations
+def m001_turns_requests_tool_calls(db: sqlite_utils.Database) -> None:
+    db.execute(
+        "CREATE TABLE turns (id TEXT PRIMARY KEY, session TEXT, model TEXT, started_at REAL, "
+        "finished_at REAL, user_input TEXT, answer TEXT, stop_reason TEXT, stop_detail TEXT, "
+        "error_code TEXT, requests INTEGER, prompt_tokens INTEGER, completion_tokens INTEGER, "
+        "usage_estimated INTEGER, grounding TEXT, trigger TEXT)"
+    )
+    db.execute(
+        "CREATE TABLE requests (turn_id TEXT NOT NULL REFERENCES turns(id), idx INTEGER, "
+        "prefix_count INTEGER, new_messages TEXT, tools TEXT, reply TEXT, error TEXT, "
+        "duration_ms REAL, prompt_tokens INTEGER, completion_tokens INTEGER, "
+        "PRIMARY KEY (turn_id, idx))"
+    )
+    db.execute(
+        "CREATE TABLE tool_calls (turn_id TEXT NOT NULL REFERENCES turns(id), "
+        "request_idx INTEGER, call_id TEXT, tool TEXT, version TEXT, arguments_raw TEXT, "
+        "arguments TEXT, status TEXT, result TEXT, content TEXT, truncated INTEGER, "
+        "cached INTEGER, repaired INTEGER, executed INTEGER, duration_ms REAL, "
+        "read_only INTEGER, dangerous INTEGER, failure_detail TEXT)"
+    )
+    db.execute("CREATE INDEX tool_calls_by_turn ON tool_calls (turn_id)")
+    db.execute("CREATE INDEX turns_by_start ON turns (started_at)")
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+class TraceStore:
+    def __init__(self, path: Path, redactor: Redactor | None = None) -> None:
+        self.database = Database(path, migrations)
+        self.redactor = redactor or Redactor()
+
+    def last_turn_id(self, session: str | None = None) -> str | None:
+        where, params = ("WHERE session = ?", [session]) if session else ("", [])
+        rows = self.database.query(
+            f"SELECT id FROM turns {where} ORDER BY started_at DESC LIMIT 1", params
+        )
+        return rows[0]["id"] if rows else None
+
+    def turn(self, turn_id: str) -> dict[str, Any] | None:
+        rows = self.database.query("SELECT * FROM turns WHERE id = ?", [turn_id])
+        if not rows:
+            return None
+        turn = rows[0]
+        turn["grounding"] = json.loads(turn["grounding"]) if turn["grounding"] else None
+        turn["trigger"] = json.loads(turn["trigger"]) if turn["trigger"] else None
+        turn["requests"] = [
+            {
+                **row,
+                "new_messages": json.loads(row["new_messages"]),
+                "tools": json.loads(row["tools"]),
+                "reply": json.loads(row["reply"]) if row["reply"] else None,
+            }
+            for row in self.database.query(
+                "SELECT * FROM requests WHERE turn_id = ? ORDER BY idx", [turn_id]
+            )
+        ]
+        turn["tool_calls"] = [
+            {
+                **row,
+                "arguments": json.loads(row["arguments"]) if row["arguments"] else None,
+                "result": json.loads(row["result"]) if row["result"] else None,
+            }
+            for row in self.database.query(
+                "SELECT * FROM tool_calls WHERE turn_id = ? ORDER BY rowid", [turn_id]
+            )
+        ]
+        return turn
+
+    def close(self) -> None:
+        self.database.close()
+
+
+class Recorder(TurnRecorder):
+    """Persists the conversation into working memory and the turn into the trace store."""
+
+    def __init__(
+        self,
+        traces: TraceStore,
+        working: WorkingMemory | None,
+        *,
+        trigger: dict[str, Any] | None = None,
+        debug_stream: TextIO | None = None,
+    ) -> None:
+        self.traces = traces
+        self.db = traces.database
+        self.redact = traces.redactor
+        self.working = working
+        self.trigger = trigger
+        self.debug_stream = debug_stream
+        self.turn: Turn | None = None
+        self._sent = 0
+
+    def turn_started(self, turn: Turn) -> None:
+        self.turn = turn
+        if self.working is not None:
+            self.working.ensure_session(turn.session)
+        self.db.write(
+            "INSERT INTO turns (id, session, model, started_at, user_input, trigger) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                turn.turn_id,
+                turn.session,
+                getattr(turn.model, "name", type(turn.model).__name__),
+                time.time(),
+                self.redact.text(turn.user_text),
+                _json(self.trigger) if self.trigger else None,
+            ),
+        )
+
+    def message(self, message: Message) -> None:
+        if self.working is not None and self.turn is not None:
+            self.working.append(self.turn.session, self.turn.turn_id, message)
+
+    def before_request(self, index: int, messages: Sequence[Message]) -> None:
+        if self.debug_stream is not None:
+            print_messages(messages, index, self.debug_stream)
+
+    def request(
+        self,
+        index: int,
+        messages: Sequence[Message],
+        tools: Sequence[str],
+        reply: ModelReply | None,
+        error: ModelError | None,
+        duration_ms: float,
+    ) -> None:
+        assert self.turn is not None
+        prefix = self._sent if index else 0
+        new = self.redact.data(list(messages[prefix:]))
+        self._sent = len(messages)
+        usage = reply.usage if reply else None
+        self.db.write(
+            "INSERT INTO requests (turn_id, idx, prefix_count, new_messages, tools, reply, "
+            "error, duration_ms, prompt_tokens, completion_tokens) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                self.turn.turn_id,
+                index,
+                prefix,
+                _json(new),
+                _json(list(tools)),
+                _json(self.redact.data(reply.as_message())) if reply else None,
+                f"{error.code}: {error}" if error else None,
+                duration_ms,
+                usage.prompt_tokens if usage else None,
+                usage.completion_tokens if usage else None,
+            ),
+        )
+
+    def tool_results(self, request_index: int, outcomes: Sequence[CallOutcome]) -> None:
+        assert self.turn is not None
+        for o in outcomes:
+            self.db.write(
+                "INSERT INTO tool_calls (turn_id, request_idx, call_id, tool, version, "
+                "arguments_raw, arguments, status, result, content, truncated, cached, "
+                "repaired, executed, duration_ms, read_only, dangerous, failure_detail) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    self.turn.turn_id,
+                    request_index,
+                    o.call_id,
+                    o.name,
+                    o.version,
+                    self.redact.text(o.arguments_raw),
+                    _json(self.redact.data(o.arguments)) if o.arguments is not None else None,
+                    o.status,
+                    _json(self.redact.data(o.result)),
+                    self.redact.text(o.content),
+                    o.truncated,
+                    o.cached,
+                    o.repaired,
+                    o.executed,
+                    o.duration_ms,
+                    o.read_only,
+                    o.dangerous,
+                    o.failure_detail,
+                ),
+            )
+
+    def turn_finished(self, outcome: TurnOutcome) -> None:
+        grounding = outcome.grounding
+        self.db.write(
+            "UPDATE turns SET finished_at = ?, answer = ?, stop_reason = ?, stop_detail = ?, "
+            "error_code = ?, requests = ?, prompt_tokens = ?, completion_tokens = ?, "
+            "usage_estimated = ?, grounding = ? WHERE id = ?",
+            (
+                time.time(),
+                self.redact.text(outcome.answer),
+                outcome.stop_reason.value,
+                outcome.stop_detail,
+                outcome.error_code,
+                outcome.requests,
+                outcome.usage.prompt_tokens,
+                outcome.usage.completion_tokens,
+                outcome.usage.estimated,
+                _json(
+                    {
+                        "mismatches": grounding.mismatches,
+                        "corrected": grounding.corrected,
+                        "original_answer": grounding.original_answer,
+                    }
+                )
+                if grounding
+                else None,
+                outcome.turn_id,
+            ),
+        )
+
+
+def print_messages(messages: Sequence[Message], index: int, stream: TextIO = sys.stderr) -> None:
+    """ASSISTANT_DEBUG: the messages about to be sent, with tool-call pairing visible."""
+    print(f"--- request {index + 1}: {len(messages)} messages ---", file=stream)
+    for n, message in enumerate(messages):
+        role = message["role"]
+        line = f"[{n}] {role}"
+        if role == "tool":
+            line += f" (answers {message.get('tool_call_id')})"
+        content = (message.get("content") or "").replace("\n", " ")
+        if content:
+            line += f": {content[:200]}"
+        print(line, file=stream)
+        for call in message.get("tool_calls") or ():
+            function = call["function"]
+            print(f"      -> {call['id']} {function['name']}({function['arguments']})", file=stream)
+    stream.flush()

@@ -1,0 +1,106 @@
+"""Opening SQLite files, and named, append-only migrations (after simonw/llm).
+
+Every store opens its file through `open_database`, which sets WAL mode and a busy
+timeout and turns SQLite's terse failures into a `StorageError` naming the file.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import sqlite_utils
+
+from memory.errors import StorageError
+
+Migration = Callable[[sqlite_utils.Database], None]
+
+
+class Migrations:
+    """An ordered list of named steps; applying it twice changes nothing."""
+
+    def __init__(self, scope: str) -> None:
+        self.scope = scope
+        self._steps: list[tuple[str, Migration]] = []
+
+    def __call__(self, step: Migration) -> Migration:
+        self._steps.append((step.__name__, step))
+        return step
+
+    def apply(self, db: sqlite_utils.Database) -> list[str]:
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS _migrations "
+            "(scope TEXT, name TEXT, applied_at REAL, PRIMARY KEY (scope, name))"
+        )
+        done = {
+            row[0]
+            for row in db.execute("SELECT name FROM _migrations WHERE scope = ?", [self.scope])
+        }
+        applied = []
+        for name, step in self._steps:
+            if name in done:
+                continue
+            with db.conn:
+                step(db)
+                db.execute(
+                    "INSERT INTO _migrations (scope, name, applied_at) VALUES (?, ?, ?)",
+                    [self.scope, name, time.time()],
+                )
+            applied.append(name)
+        return applied
+
+
+def describe_sqlite_error(path: Path, exc: BaseException) -> str:
+    text = str(exc)
+    if "not a database" in text or "malformed" in text:
+        return f"{path} is corrupt ({text}); move it aside to start fresh, or restore a backup"
+    if "locked" in text or "busy" in text:
+        return f"{path} is locked by another process ({text})"
+    if "readonly" in text or "read-only" in text:
+        return f"{path} is read-only ({text}); the data directory must be writable"
+    if "disk is full" in text or "disk I/O" in text:
+        return f"cannot write {path}: {text}; free some disk space"
+    if "unable to open" in text:
+        return f"cannot open {path} ({text}); check the data directory exists and is writable"
+    return f"{path}: {text}"
+
+
+class Database:
+    """One SQLite file shared by the threads of one process, writes serialised by a lock."""
+
+    def __init__(self, path: Path, migrations: Migrations) -> None:
+        self.path = path
+        self.lock = threading.RLock()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(path, check_same_thread=False, timeout=10.0)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            self.db = sqlite_utils.Database(conn)
+            migrations.apply(self.db)
+        except (sqlite3.Error, OSError) as exc:
+            raise StorageError(describe_sqlite_error(path, exc)) from exc
+
+    def write(self, sql: str, params: tuple[object, ...] | list[object] = ()) -> int:
+        """Run one statement in its own transaction; returns the last row id."""
+        try:
+            with self.lock, self.db.conn:
+                cursor = self.db.conn.execute(sql, params)
+                return cursor.lastrowid or 0
+        except sqlite3.Error as exc:
+            raise StorageError(describe_sqlite_error(self.path, exc)) from exc
+
+    def query(self, sql: str, params: tuple[object, ...] | list[object] = ()) -> list[dict]:
+        try:
+            with self.lock:
+                return list(self.db.query(sql, params))
+        except sqlite3.Error as exc:
+            raise StorageError(describe_sqlite_error(self.path, exc)) from exc
+
+    def close(self) -> None:
+        with self.lock:
+            self.db.conn.close()

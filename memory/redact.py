@@ -1,0 +1,59 @@
+"""Mask secrets and personal identifiers before text is stored or shown to a model (S4).
+
+Masks keep the kind of what was removed ("[REDACTED:email]") so a reader of a trace knows
+something was there. Patterns are data: callers add their own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+DEFAULT_PATTERNS: dict[str, str] = {
+    "private_key": r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+    "api_key": r"\b(?:sk|pk|rk)-(?:proj-|ant-)?[A-Za-z0-9_\-]{16,}\b"
+    r"|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{20,}\b|\bxox[abprs]-[A-Za-z0-9\-]{10,}\b"
+    r"|\bAIza[0-9A-Za-z_\-]{35}\b",
+    "jwt": r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\b",
+    "bearer": r"(?i)\bbearer\s+[A-Za-z0-9._\-+/=]{16,}",
+    "secret": r"(?i)(?P<keep>(?<![A-Za-z0-9_-])(?:api[_-]?key|access[_-]?token|auth[_-]?token|"
+    r"token|secret|password|passwd|pwd|密码|口令|密钥)(?:\s*(?:is|是|为))?\s*[:=：]?\s*)"
+    r"(?![\[=:：])(?=[^\s\"',;，。]*[\d_\-!@#$%^&*])[^\s\"',;，。]{6,}",
+    "email": r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}\b",
+    "phone": r"(?<![A-Za-z0-9])(?:\+?86[\s\-]?)?1[3-9]\d(?:[\s\-]?\d{4}){2}(?!\d)"
+    r"|(?<![A-Za-z0-9])\+\d{1,3}[\s\-]?\(?\d{1,4}\)?(?:[\s\-]?\d{2,4}){2,3}(?!\d)",
+}
+
+
+class Redactor:
+    def __init__(self, patterns: Mapping[str, str] | None = None, *, enabled: bool = True) -> None:
+        merged = {**DEFAULT_PATTERNS, **(patterns or {})}
+        self.enabled = enabled
+        self._patterns = [(kind, re.compile(pattern)) for kind, pattern in merged.items()]
+
+    def text(self, value: str) -> str:
+        if not self.enabled or not value:
+            return value
+        for kind, pattern in self._patterns:
+            mask = f"[REDACTED:{kind}]"
+            value = pattern.sub(
+                lambda m, mask=mask: (m.groupdict().get("keep") or "") + mask, value
+            )
+        return value
+
+    def data(self, value: Any) -> Any:
+        """Redact every string inside a JSON-like value."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {key: self.data(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.data(item) for item in value]
+        return value
+
+    def kinds_found(self, value: str) -> list[str]:
+        return [kind for kind, pattern in self._patterns if pattern.search(value)]
+
+    def all(self, values: Iterable[str]) -> list[str]:
+        return [self.text(value) for value in values]

@@ -1,0 +1,132 @@
+"""Working memory (SPEC M1): each session's messages, persisted as the turn runs.
+
+Messages are appended one by one, each in its own transaction, so a crash mid-turn
+loses nothing already produced. Loading repairs what a crash can leave behind: an
+assistant tool call without its result gets a synthetic "interrupted" result, and a
+tool result whose call is missing is dropped. Both are logged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from memory.db import Database, Migrations
+
+log = logging.getLogger(__name__)
+Message = dict[str, Any]
+
+migrations = Migrations("working")
+
+
+@migrations
+def m001_sessions_and_messages(db: sqlite_utils.Database) -> None:
+    db.execute(
+        "CREATE TABLE sessions (id TEXT PRIMARY KEY, created_at REAL NOT NULL, "
+        "updated_at REAL NOT NULL, turns INTEGER NOT NULL DEFAULT 0)"
+    )
+    db.execute(
+        "CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+        "session TEXT NOT NULL REFERENCES sessions(id), turn_id TEXT, role TEXT NOT NULL, "
+        "content TEXT, tool_calls TEXT, tool_call_id TEXT, created_at REAL NOT NULL)"
+    )
+    db.execute("CREATE INDEX messages_by_session ON messages (session, id)")
+
+
+INTERRUPTED = json.dumps(
+    {"error": "INTERRUPTED", "detail": "the process stopped before this tool call finished"}
+)
+
+
+def repair(messages: list[Message]) -> tuple[list[Message], list[str]]:
+    """Give every tool call exactly one result right after its assistant message."""
+    repaired: list[Message] = []
+    problems: list[str] = []
+    open_calls: list[str] = []
+
+    def close_open_calls() -> None:
+        for call_id in open_calls:
+            repaired.append({"role": "tool", "tool_call_id": call_id, "content": INTERRUPTED})
+            problems.append(f"tool call {call_id} had no result; marked interrupted")
+        open_calls.clear()
+
+    for message in messages:
+        if message["role"] == "tool":
+            if message.get("tool_call_id") in open_calls:
+                open_calls.remove(message["tool_call_id"])
+                repaired.append(message)
+            else:
+                problems.append(f"dropped tool result {message.get('tool_call_id')} with no call")
+            continue
+        close_open_calls()
+        repaired.append(message)
+        open_calls.extend(call["id"] for call in message.get("tool_calls") or ())
+    close_open_calls()
+    return repaired, problems
+
+
+class WorkingMemory:
+    def __init__(self, path: Path) -> None:
+        self.database = Database(path, migrations)
+
+    def ensure_session(self, session: str) -> None:
+        now = time.time()
+        self.database.write(
+            "INSERT INTO sessions (id, created_at, updated_at) VALUES (?, ?, ?) "
+            "ON CONFLICT(id) DO UPDATE SET updated_at = excluded.updated_at",
+            (session, now, now),
+        )
+
+    def append(self, session: str, turn_id: str, message: Message) -> int:
+        tool_calls = message.get("tool_calls")
+        if message["role"] == "user" and not message.get("name"):
+            self.database.write(
+                "UPDATE sessions SET turns = turns + 1, updated_at = ? WHERE id = ?",
+                (time.time(), session),
+            )
+        return self.database.write(
+            "INSERT INTO messages (session, turn_id, role, content, tool_calls, tool_call_id, "
+            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                session,
+                turn_id,
+                message["role"],
+                message.get("content"),
+                json.dumps(tool_calls, ensure_ascii=False) if tool_calls else None,
+                message.get("tool_call_id"),
+                time.time(),
+            ),
+        )
+
+    def rows(self, session: str) -> list[dict[str, Any]]:
+        return self.database.query(
+            "SELECT * FROM messages WHERE session = ? ORDER BY id", [session]
+        )
+
+    def load(self, session: str) -> list[Message]:
+        """The session's messages in chat-completions form, repaired for the model."""
+        messages = [self._as_message(row) for row in self.rows(session)]
+        repaired, problems = repair(messages)
+        for problem in problems:
+            log.warning("session %s: %s", session, problem)
+        return repaired
+
+    @staticmethod
+    def _as_message(row: dict[str, Any]) -> Message:
+        message: Message = {"role": row["role"], "content": row["content"]}
+        if row["tool_calls"]:
+            message["tool_calls"] = json.loads(row["tool_calls"])
+        if row["tool_call_id"]:
+            message["tool_call_id"] = row["tool_call_id"]
+        return message
+
+    def sessions(self) -> list[dict[str, Any]]:
+        return self.database.query("SELECT * FROM sessions ORDER BY updated_at DESC")
+
+    def close(self) -> None:
+        self.database.close()

@@ -1,0 +1,355 @@
+"""Turn the model's tool calls into results: parse, repair, validate, run, cache, cut.
+
+Everything that can go wrong with one call becomes a structured error result for the
+model (SPEC L4-L6); nothing here raises into the loop. Bounds that span the turn
+(how many calls, identical calls, failure streaks) are the loop's business: it marks a
+prepared call as refused before `run` sees it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from tools.base import Tool, ToolContext, ToolError
+from tools.pool import Job, WorkerPool
+from tools.registry import ToolRegistry
+from tools.truncate import fit_result, to_json
+
+log = logging.getLogger(__name__)
+
+MAX_ARGUMENT_CHARS = 100_000
+
+
+@dataclass
+class PreparedCall:
+    """One tool call after parsing and validation, before it runs."""
+
+    call_id: str
+    name: str
+    arguments_raw: str
+    tool: Tool | None = None
+    args: BaseModel | None = None
+    key: str = ""
+    repaired: bool = False
+    error: ToolError | None = None
+    idempotency_key: str = ""
+
+    @property
+    def arguments(self) -> dict[str, Any] | None:
+        return self.args.model_dump(mode="json") if self.args is not None else None
+
+
+@dataclass
+class CallOutcome:
+    """What one call produced: the full result for the trace, the cut text for the model."""
+
+    call_id: str
+    name: str
+    version: str | None
+    arguments_raw: str
+    arguments: dict[str, Any] | None
+    status: str
+    result: Any
+    content: str
+    truncated: bool = False
+    repaired: bool = False
+    cached: bool = False
+    executed: bool = False
+    duration_ms: float = 0.0
+    read_only: bool = True
+    dangerous: bool = False
+    failure_detail: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def _error_text(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        location = ".".join(str(part) for part in item["loc"]) or "arguments"
+        parts.append(f"{location}: {item['msg']}")
+    return "; ".join(parts)
+
+
+def _as_payload(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, dict):
+        return value
+    return {"result": value}
+
+
+class ToolRunner:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        result_budget: int = 4000,
+        default_timeout_s: float = 20.0,
+        workers: int = 4,
+        cache_ttl_s: float = 600.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.registry = registry
+        self.result_budget = result_budget
+        self.default_timeout_s = default_timeout_s
+        self.cache_ttl_s = cache_ttl_s
+        self._clock = clock
+        self._pool = WorkerPool(workers)
+        self._sequential = threading.Lock()
+        self._memo_lock = threading.Lock()
+        self._cache: dict[str, tuple[float, Any]] = {}
+        self._writes: dict[str, tuple[float, Any]] = {}
+
+    # -- preparation -------------------------------------------------------------------
+
+    def prepare(self, call_id: str, name: str, arguments: str) -> PreparedCall:
+        call = PreparedCall(call_id=call_id, name=name, arguments_raw=arguments or "")
+        call.tool = self.registry.get(name)
+        if call.tool is None:
+            call.error = ToolError(
+                "UNKNOWN_TOOL",
+                f"there is no tool named {name!r}",
+                available_tools=self.registry.names(),
+            )
+            call.key = f"{name}:{call.arguments_raw.strip()}"
+            return call
+        parsed = self._parse(call)
+        if parsed is None:
+            call.key = f"{name}:{call.arguments_raw.strip()}"
+            return call
+        try:
+            call.args = call.tool.args_model.model_validate(parsed)
+        except ValidationError as exc:
+            call.error = ToolError(
+                "INVALID_ARGUMENTS",
+                _error_text(exc),
+                schema=call.tool.parameters_schema,
+            )
+            call.key = f"{name}:{to_json(parsed)}"
+            return call
+        normalised = json.dumps(call.arguments, sort_keys=True, ensure_ascii=False, default=str)
+        call.key = f"{name}:{normalised}"
+        return call
+
+    def _parse(self, call: PreparedCall) -> dict[str, Any] | None:
+        raw = call.arguments_raw.strip()
+        assert call.tool is not None
+        if len(raw) > MAX_ARGUMENT_CHARS:
+            call.error = ToolError(
+                "ARGUMENTS_TOO_LARGE",
+                f"{len(raw)} characters of arguments; the limit is {MAX_ARGUMENT_CHARS}",
+            )
+            return None
+        if not raw:
+            return {}
+        try:
+            parsed = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            parsed = self._repair(raw)
+            if parsed is None:
+                call.error = ToolError(
+                    "INVALID_JSON",
+                    f"the arguments are not valid JSON ({exc.msg} at position {exc.pos}) "
+                    "and could not be repaired; send one JSON object matching the schema",
+                    schema=call.tool.parameters_schema,
+                )
+                return None
+            call.repaired = True
+        if not isinstance(parsed, dict):
+            call.error = ToolError(
+                "INVALID_ARGUMENTS",
+                f"the arguments must be a JSON object, got {type(parsed).__name__}",
+                schema=call.tool.parameters_schema,
+            )
+            return None
+        return parsed
+
+    @staticmethod
+    def _repair(raw: str) -> dict[str, Any] | None:
+        import json_repair
+
+        try:
+            repaired = json_repair.loads(raw)
+        except Exception:  # noqa: BLE001 - json-repair gives up in many ways
+            return None
+        return repaired if isinstance(repaired, dict) and repaired else None
+
+    # -- execution ---------------------------------------------------------------------
+
+    def run(
+        self,
+        calls: Sequence[PreparedCall],
+        context_for: Callable[[PreparedCall], ToolContext],
+        deadline: float | None = None,
+    ) -> list[CallOutcome]:
+        """Run the calls concurrently (sequential tools one at a time); results in call order."""
+        outcomes: list[CallOutcome | None] = [None] * len(calls)
+        jobs: dict[int, Job] = {}
+        for index, call in enumerate(calls):
+            context = context_for(call)
+            call.idempotency_key = context.idempotency_key
+            early = self._settle_without_running(call)
+            if early is not None:
+                outcomes[index] = early
+                continue
+            jobs[index] = self._pool.submit(lambda c=call, ctx=context: self._invoke(c, ctx))
+        self._wait(calls, jobs, outcomes, deadline)
+        return [outcome for outcome in outcomes if outcome is not None]
+
+    def _settle_without_running(self, call: PreparedCall) -> CallOutcome | None:
+        if call.error is not None:
+            return self._outcome(call, call.error.code, call.error.payload())
+        assert call.tool is not None
+        memo = self._memo_for(call)
+        if memo is not None:
+            with self._memo_lock:
+                hit = memo.get(self._memo_key(call))
+            if hit is not None and hit[0] > self._clock():
+                outcome = self._outcome(call, "ok", hit[1])
+                outcome.cached = True
+                if not call.tool.read_only:
+                    outcome.extra["idempotent_replay"] = True
+                return outcome
+        return None
+
+    def _memo_for(self, call: PreparedCall) -> dict[str, tuple[float, Any]] | None:
+        """Read-only results are cached by arguments; write results by idempotency key."""
+        assert call.tool is not None
+        if call.tool.read_only:
+            return self._cache if call.tool.cacheable and self.cache_ttl_s > 0 else None
+        return self._writes if call.idempotency_key else None
+
+    @staticmethod
+    def _memo_key(call: PreparedCall) -> str:
+        assert call.tool is not None
+        scope = "" if call.tool.read_only else call.idempotency_key
+        return f"{call.tool.version}:{call.key}:{scope}"
+
+    def idempotency_key(self, session: str, turn_id: str, call: PreparedCall) -> str:
+        digest = hashlib.sha256(f"{session}\0{turn_id}\0{call.key}".encode()).hexdigest()
+        return digest[:24]
+
+    def _invoke(self, call: PreparedCall, context: ToolContext) -> tuple[Any, float]:
+        assert call.tool is not None and call.args is not None
+        if call.tool.sequential:
+            with self._sequential:
+                return self._timed(call, context)
+        return self._timed(call, context)
+
+    @staticmethod
+    def _timed(call: PreparedCall, context: ToolContext) -> tuple[Any, float]:
+        """Run the tool; a raised exception is returned, not thrown, with the duration."""
+        assert call.tool is not None and call.args is not None
+        started = time.perf_counter()
+        try:
+            value: Any = call.tool.invoke(call.args, context)
+        except Exception as exc:  # noqa: BLE001 - becomes a structured result in _collect
+            value = exc
+        return value, (time.perf_counter() - started) * 1000
+
+    def _wait(
+        self,
+        calls: Sequence[PreparedCall],
+        jobs: dict[int, Job],
+        outcomes: list[CallOutcome | None],
+        deadline: float | None,
+    ) -> None:
+        pending = dict(jobs)
+        while pending:
+            now = self._clock()
+            limits = [self._limit(calls[i], job, deadline) for i, job in pending.items()]
+            soonest = min((limit for limit in limits if limit is not None), default=None)
+            futures = {job.future: index for index, job in pending.items()}
+            timeout = None if soonest is None else max(soonest - now, 0)
+            done, _ = wait(futures, timeout=timeout, return_when=FIRST_COMPLETED)
+            for future in done:
+                index = futures[future]
+                outcomes[index] = self._collect(calls[index], pending.pop(index))
+            now = self._clock()
+            for index, job in list(pending.items()):
+                limit = self._limit(calls[index], job, deadline)
+                if limit is not None and now >= limit:
+                    self._pool.abandon(job)
+                    outcomes[index] = self._timeout(calls[index], job)
+                    del pending[index]
+
+    def _limit(self, call: PreparedCall, job: Job, deadline: float | None) -> float | None:
+        assert call.tool is not None
+        limit = deadline
+        if job.started_at is not None:
+            own = job.started_at + (call.tool.timeout_s or self.default_timeout_s)
+            limit = own if limit is None else min(limit, own)
+        return limit
+
+    def _collect(self, call: PreparedCall, job: Job) -> CallOutcome:
+        assert call.tool is not None
+        try:
+            value, duration_ms = job.future.result()
+        except ToolError as exc:
+            return self._outcome(call, exc.code, exc.payload(), executed=True)
+        except Exception as exc:
+            log.warning("tool %s raised %s", call.name, exc, exc_info=True)
+            outcome = self._outcome(
+                call,
+                "TOOL_EXCEPTION",
+                {"error": "TOOL_EXCEPTION", "detail": f"{type(exc).__name__}: {exc}"},
+                executed=True,
+            )
+            outcome.failure_detail = "".join(traceback.format_exception(exc))
+            return outcome
+        if value is None or value == "":
+            payload = {"error": "EMPTY_RESULT", "detail": f"{call.name} returned no data"}
+            return self._outcome(call, "EMPTY_RESULT", payload, executed=True)
+        payload = _as_payload(value)
+        memo = self._memo_for(call)
+        if memo is not None:
+            ttl = self.cache_ttl_s if call.tool.read_only else max(self.cache_ttl_s, 3600.0)
+            with self._memo_lock:
+                memo[self._memo_key(call)] = (self._clock() + ttl, payload)
+        return self._outcome(call, "ok", payload, duration_ms)
+
+    def _timeout(self, call: PreparedCall, job: Job) -> CallOutcome:
+        assert call.tool is not None
+        if job.started_at is None:
+            payload = {"error": "NOT_RUN", "detail": "the turn ran out of time before it started"}
+            return self._outcome(call, "NOT_RUN", payload)
+        seconds = call.tool.timeout_s or self.default_timeout_s
+        payload = {"error": "TIMEOUT", "detail": f"{call.name} did not finish within {seconds:g} s"}
+        return self._outcome(call, "TIMEOUT", payload, (self._clock() - job.started_at) * 1000)
+
+    def _outcome(
+        self, call: PreparedCall, status: str, payload: Any, duration_ms: float | None = None
+    ) -> CallOutcome:
+        """`duration_ms` is None for calls that never ran (refused, cached, invalid)."""
+        content, truncated = fit_result(payload, self.result_budget)
+        return CallOutcome(
+            call_id=call.call_id,
+            name=call.name,
+            version=call.tool.version if call.tool else None,
+            arguments_raw=call.arguments_raw,
+            arguments=call.arguments,
+            status=status,
+            result=payload,
+            content=content,
+            truncated=truncated,
+            repaired=call.repaired,
+            executed=duration_ms is not None,
+            duration_ms=duration_ms or 0.0,
+            read_only=call.tool.read_only if call.tool else True,
+            dangerous=call.tool.dangerous if call.tool else False,
+        )
