@@ -298,23 +298,18 @@ class ToolRunner:
 
     def _collect(self, call: PreparedCall, job: Job) -> CallOutcome:
         assert call.tool is not None
-        try:
-            value, duration_ms = job.future.result()
-        except ToolError as exc:
-            return self._outcome(call, exc.code, exc.payload(), executed=True)
-        except Exception as exc:
-            log.warning("tool %s raised %s", call.name, exc, exc_info=True)
-            outcome = self._outcome(
-                call,
-                "TOOL_EXCEPTION",
-                {"error": "TOOL_EXCEPTION", "detail": f"{type(exc).__name__}: {exc}"},
-                executed=True,
-            )
-            outcome.failure_detail = "".join(traceback.format_exception(exc))
+        value, duration_ms = job.future.result()
+        if isinstance(value, ToolError):
+            return self._outcome(call, value.code, value.payload(), duration_ms)
+        if isinstance(value, Exception):
+            log.warning("tool %s raised %s", call.name, value, exc_info=value)
+            payload = {"error": "TOOL_EXCEPTION", "detail": f"{type(value).__name__}: {value}"}
+            outcome = self._outcome(call, "TOOL_EXCEPTION", payload, duration_ms)
+            outcome.failure_detail = "".join(traceback.format_exception(value))
             return outcome
         if value is None or value == "":
             payload = {"error": "EMPTY_RESULT", "detail": f"{call.name} returned no data"}
-            return self._outcome(call, "EMPTY_RESULT", payload, executed=True)
+            return self._outcome(call, "EMPTY_RESULT", payload, duration_ms)
         payload = _as_payload(value)
         memo = self._memo_for(call)
         if memo is not None:
