@@ -109,12 +109,11 @@ def _validated(
     SDK calls ``shutdown_asyncgens()`` on it after every run; sharing one loop would make the
     peers' results depend on the order they were benchmarked in within one process.
     """
-    loop = None
-    if own_loop:
-        import asyncio
+    import asyncio
+    import weakref
 
-        loop = asyncio.new_event_loop()
-        set_loop = asyncio.set_event_loop
+    loop = asyncio.new_event_loop() if own_loop else None
+    set_loop = asyncio.set_event_loop
 
     def turn() -> None:
         script.reset()
@@ -123,8 +122,6 @@ def _validated(
         run_turn()
 
     if loop is not None:
-        import weakref
-
         weakref.finalize(turn, loop.close)  # no ResourceWarning once the bench drops the turn
     turn()
     script.check(peer)
@@ -134,12 +131,10 @@ def _validated(
 def _missing(peer: str, exc: ImportError) -> ImportError:
     """A clear ImportError naming the distribution to install."""
     dist = _DISTRIBUTIONS[peer]
-    err = ImportError(
+    return ImportError(
         f"peer {peer!r} needs the {dist!r} distribution installed "
         f"(pip install {dist!r}, or the project's 'bench' extra): {exc}"
     )
-    err.__cause__ = exc
-    return err
 
 
 # --------------------------------------------------------------------------- OpenAI Agents SDK
@@ -223,7 +218,12 @@ def _pydantic_ai(scenario: str) -> Turn:
     """PydanticAI: ``FunctionModel`` scripted per scenario."""
     try:
         from pydantic_ai import Agent
-        from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+        from pydantic_ai.messages import (
+            ModelMessage,
+            ModelResponse,
+            TextPart,
+            ToolCallPart,
+        )
         from pydantic_ai.models.function import AgentInfo, FunctionModel
     except ImportError as exc:
         raise _missing("pydantic-ai", exc) from exc
