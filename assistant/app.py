@@ -18,6 +18,7 @@ from assistant.loop import SYSTEM_PROMPT, Turn, run_turn
 from assistant.model import ChatModel
 from assistant.outcome import TurnOutcome
 from assistant.traces import Recorder, TraceStore
+from memory.db import Database
 from memory.redact import Redactor
 from memory.working import WorkingMemory
 from tools.base import Tool
@@ -74,8 +75,9 @@ class Assistant:
             workers=limits.parallel_tools,
             cache_ttl_s=limits.cache_ttl_s,
         )
-        self.working = WorkingMemory(settings.memory_db)
-        self.traces = TraceStore(settings.traces_db, self.redactor)
+        self.database = Database(settings.database_path)
+        self.working = WorkingMemory(self.database)
+        self.traces = TraceStore(self.database, self.redactor)
 
     @property
     def offline(self) -> bool:
@@ -113,5 +115,4 @@ class Assistant:
         return run_turn(turn)
 
     def close(self) -> None:
-        self.working.close()
-        self.traces.close()
+        self.database.close()

@@ -104,17 +104,19 @@ def cmd_trace(args: argparse.Namespace) -> int:
     from assistant.config import load_settings
     from assistant.trace_view import render_turn
     from assistant.traces import TraceStore
+    from memory.db import Database
 
     settings = load_settings()
-    store = TraceStore(settings.traces_db)
+    database = Database(settings.database_path)
     try:
+        store = TraceStore(database)
         turn_id = store.last_turn_id(args.session) if args.turn == "last" else args.turn
         turn = store.turn(turn_id) if turn_id else None
     finally:
-        store.close()
+        database.close()
     if turn is None:
         what = "no turn has been recorded yet" if args.turn == "last" else f"no turn {args.turn!r}"
-        print(f"error: {what} in {settings.traces_db}", file=sys.stderr)
+        print(f"error: {what} in {settings.database_path}", file=sys.stderr)
         return EXIT_ERROR
     if args.json:
         _print_json(turn)

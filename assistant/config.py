@@ -64,12 +64,9 @@ class Settings(_Section):
     config_file: Path | None = None
 
     @property
-    def traces_db(self) -> Path:
-        return self.home / "traces.db"
-
-    @property
-    def memory_db(self) -> Path:
-        return self.home / "memory.db"
+    def database_path(self) -> Path:
+        """Sessions, messages and traces share one SQLite file: related rows commit together."""
+        return self.home / "assistant.db"
 
 
 def default_home(environ: Mapping[str, str] | None = None) -> Path:

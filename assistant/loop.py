@@ -49,10 +49,11 @@ def new_id(prefix: str = "turn") -> str:
 class TurnRecorder:
     """Hooks the loop calls as a turn unfolds; the default records nothing."""
 
-    def turn_started(self, turn: Turn) -> None: ...
+    def turn_started(self, turn: Turn) -> None:
+        """The turn begins: persist the user's message (`turn.user_text`)."""
 
-    def message(self, message: Message) -> None:
-        """A message that belongs to the conversation (persist it)."""
+    def messages(self, messages: Sequence[Message]) -> None:
+        """Messages that belong to the conversation: persist them together."""
 
     def before_request(self, index: int, messages: Sequence[Message]) -> None: ...
 
@@ -153,7 +154,7 @@ def run_turn(turn: Turn) -> TurnOutcome:
     budget = TurnBudget(turn)
     state = _TurnState(turn, budget)
     turn.recorder.turn_started(turn)
-    state.append({"role": "user", "content": turn.user_text})
+    state.append({"role": "user", "content": turn.user_text}, persist=False)
     tools = turn.runner.registry.definitions(turn.tool_groups)
     try:
         while (stop := budget.before_request()) is None:
@@ -164,10 +165,12 @@ def run_turn(turn: Turn) -> TurnOutcome:
             calls = [turn.runner.prepare(c.id, c.name, c.arguments) for c in reply.tool_calls]
             refusals = [reason for call in calls if (reason := budget.admit(call))]
             outcomes = turn.runner.run(calls, state.context_for, budget.deadline)
-            for outcome in outcomes:
-                state.append(
-                    {"role": "tool", "tool_call_id": outcome.call_id, "content": outcome.content}
+            state.append(
+                *(
+                    {"role": "tool", "tool_call_id": o.call_id, "content": o.content}
+                    for o in outcomes
                 )
+            )
             state.calls.extend(outcomes)
             turn.recorder.tool_results(budget.requests - 1, outcomes)
             if stop := (refusals[0] if refusals else None) or budget.record(outcomes):
@@ -189,10 +192,10 @@ class _TurnState:
         self.usage = Usage()
         self.grounding: GroundingCheck | None = None
 
-    def append(self, message: Message, *, persist: bool = True) -> None:
-        self.messages.append(message)
+    def append(self, *messages: Message, persist: bool = True) -> None:
+        self.messages.extend(messages)
         if persist:
-            self.turn.recorder.message(message)
+            self.turn.recorder.messages(messages)
 
     def context_for(self, call: PreparedCall) -> ToolContext:
         turn = self.turn

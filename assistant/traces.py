@@ -11,7 +11,6 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, TextIO
 
 import sqlite_utils
@@ -20,7 +19,7 @@ from assistant.errors import ModelError
 from assistant.loop import Turn, TurnRecorder
 from assistant.model import Message, ModelReply
 from assistant.outcome import TurnOutcome
-from memory.db import Database, Migrations
+from memory.db import Database, Migrations, Statement
 from memory.redact import Redactor
 from memory.working import WorkingMemory
 from tools.runner import CallOutcome
@@ -58,9 +57,10 @@ def _json(value: Any) -> str:
 
 
 class TraceStore:
-    def __init__(self, path: Path, redactor: Redactor | None = None) -> None:
-        self.database = Database(path, migrations)
+    def __init__(self, database: Database, redactor: Redactor | None = None) -> None:
+        self.database = database
         self.redactor = redactor or Redactor()
+        database.migrate(migrations)
 
     def last_turn_id(self, session: str | None = None) -> str | None:
         where, params = ("WHERE session = ?", [session]) if session else ("", [])
@@ -99,12 +99,15 @@ class TraceStore:
         ]
         return turn
 
-    def close(self) -> None:
-        self.database.close()
-
 
 class Recorder(TurnRecorder):
-    """Persists the conversation into working memory and the turn into the trace store."""
+    """Persists the conversation into working memory and the turn into the trace store.
+
+    Everything is committed in as few transactions as durability allows: the user's
+    message with the turn row; an assistant message that asks for tools before the tools
+    run; tool results together; the final answer with the rest of the trace at the end.
+    Trace rows ride along with whichever commit comes next.
+    """
 
     def __init__(
         self,
@@ -114,7 +117,6 @@ class Recorder(TurnRecorder):
         trigger: dict[str, Any] | None = None,
         debug_stream: TextIO | None = None,
     ) -> None:
-        self.traces = traces
         self.db = traces.database
         self.redact = traces.redactor
         self.working = working
@@ -122,27 +124,44 @@ class Recorder(TurnRecorder):
         self.debug_stream = debug_stream
         self.turn: Turn | None = None
         self._sent = 0
+        self._pending: list[Statement] = []
+
+    def _commit(self, *statements: Statement) -> None:
+        self._pending.extend(statements)
+        self.db.write_many(self._pending)
+        self._pending.clear()
 
     def turn_started(self, turn: Turn) -> None:
         self.turn = turn
+        statements: list[Statement] = []
         if self.working is not None:
-            self.working.ensure_session(turn.session)
-        self.db.write(
-            "INSERT INTO turns (id, session, model, started_at, user_input, trigger) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
+            user = {"role": "user", "content": turn.user_text}
+            statements = self.working.start_turn_statements(turn.session, turn.turn_id, user)
+        statements.append(
             (
-                turn.turn_id,
-                turn.session,
-                getattr(turn.model, "name", type(turn.model).__name__),
-                time.time(),
-                self.redact.text(turn.user_text),
-                _json(self.trigger) if self.trigger else None,
-            ),
+                "INSERT INTO turns (id, session, model, started_at, user_input, trigger) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    turn.turn_id,
+                    turn.session,
+                    getattr(turn.model, "name", type(turn.model).__name__),
+                    time.time(),
+                    self.redact.text(turn.user_text),
+                    _json(self.trigger) if self.trigger else None,
+                ),
+            )
         )
+        self._commit(*statements)
 
-    def message(self, message: Message) -> None:
-        if self.working is not None and self.turn is not None:
-            self.working.append(self.turn.session, self.turn.turn_id, message)
+    def messages(self, messages: Sequence[Message]) -> None:
+        if self.working is None or self.turn is None:
+            return
+        turn = self.turn
+        self._pending.extend(
+            self.working.insert_statement(turn.session, turn.turn_id, m) for m in messages
+        )
+        if any(m.get("tool_calls") or m["role"] == "tool" for m in messages):
+            self._commit()
 
     def before_request(self, index: int, messages: Sequence[Message]) -> None:
         if self.debug_stream is not None:
@@ -162,57 +181,61 @@ class Recorder(TurnRecorder):
         new = self.redact.data(list(messages[prefix:]))
         self._sent = len(messages)
         usage = reply.usage if reply else None
-        self.db.write(
-            "INSERT INTO requests (turn_id, idx, prefix_count, new_messages, tools, reply, "
-            "error, duration_ms, prompt_tokens, completion_tokens) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        self._pending.append(
             (
-                self.turn.turn_id,
-                index,
-                prefix,
-                _json(new),
-                _json(list(tools)),
-                _json(self.redact.data(reply.as_message())) if reply else None,
-                f"{error.code}: {error}" if error else None,
-                duration_ms,
-                usage.prompt_tokens if usage else None,
-                usage.completion_tokens if usage else None,
-            ),
+                "INSERT INTO requests (turn_id, idx, prefix_count, new_messages, tools, reply, "
+                "error, duration_ms, prompt_tokens, completion_tokens) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    self.turn.turn_id,
+                    index,
+                    prefix,
+                    _json(new),
+                    _json(list(tools)),
+                    _json(self.redact.data(reply.as_message())) if reply else None,
+                    f"{error.code}: {error}" if error else None,
+                    duration_ms,
+                    usage.prompt_tokens if usage else None,
+                    usage.completion_tokens if usage else None,
+                ),
+            )
         )
 
     def tool_results(self, request_index: int, outcomes: Sequence[CallOutcome]) -> None:
         assert self.turn is not None
         for o in outcomes:
-            self.db.write(
-                "INSERT INTO tool_calls (turn_id, request_idx, call_id, tool, version, "
-                "arguments_raw, arguments, status, result, content, truncated, cached, "
-                "repaired, executed, duration_ms, read_only, dangerous, failure_detail) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            self._pending.append(
                 (
-                    self.turn.turn_id,
-                    request_index,
-                    o.call_id,
-                    o.name,
-                    o.version,
-                    self.redact.text(o.arguments_raw),
-                    _json(self.redact.data(o.arguments)) if o.arguments is not None else None,
-                    o.status,
-                    _json(self.redact.data(o.result)),
-                    self.redact.text(o.content),
-                    o.truncated,
-                    o.cached,
-                    o.repaired,
-                    o.executed,
-                    o.duration_ms,
-                    o.read_only,
-                    o.dangerous,
-                    o.failure_detail,
-                ),
+                    "INSERT INTO tool_calls (turn_id, request_idx, call_id, tool, version, "
+                    "arguments_raw, arguments, status, result, content, truncated, cached, "
+                    "repaired, executed, duration_ms, read_only, dangerous, failure_detail) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        self.turn.turn_id,
+                        request_index,
+                        o.call_id,
+                        o.name,
+                        o.version,
+                        self.redact.text(o.arguments_raw),
+                        _json(self.redact.data(o.arguments)) if o.arguments is not None else None,
+                        o.status,
+                        _json(self.redact.data(o.result)),
+                        self.redact.text(o.content),
+                        o.truncated,
+                        o.cached,
+                        o.repaired,
+                        o.executed,
+                        o.duration_ms,
+                        o.read_only,
+                        o.dangerous,
+                        o.failure_detail,
+                    ),
+                )
             )
 
     def turn_finished(self, outcome: TurnOutcome) -> None:
         grounding = outcome.grounding
-        self.db.write(
+        finish = (
             "UPDATE turns SET finished_at = ?, answer = ?, stop_reason = ?, stop_detail = ?, "
             "error_code = ?, requests = ?, prompt_tokens = ?, completion_tokens = ?, "
             "usage_estimated = ?, grounding = ? WHERE id = ?",
@@ -238,6 +261,7 @@ class Recorder(TurnRecorder):
                 outcome.turn_id,
             ),
         )
+        self._commit(finish)
 
 
 def print_messages(messages: Sequence[Message], index: int, stream: TextIO = sys.stderr) -> None:

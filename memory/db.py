@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import sqlite_utils
@@ -68,10 +68,17 @@ def describe_sqlite_error(path: Path, exc: BaseException) -> str:
     return f"{path}: {text}"
 
 
-class Database:
-    """One SQLite file shared by the threads of one process, writes serialised by a lock."""
+Statement = tuple[str, Sequence[object]]
 
-    def __init__(self, path: Path, migrations: Migrations) -> None:
+
+class Database:
+    """One SQLite file shared by the stores and threads of one process.
+
+    Writes are serialised by a lock; `write_many` lets several stores commit related rows
+    (a message and its trace) in one transaction.
+    """
+
+    def __init__(self, path: Path) -> None:
         self.path = path
         self.lock = threading.RLock()
         try:
@@ -81,20 +88,32 @@ class Database:
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
             self.db = sqlite_utils.Database(conn)
-            migrations.apply(self.db)
         except (sqlite3.Error, OSError) as exc:
             raise StorageError(describe_sqlite_error(path, exc)) from exc
 
-    def write(self, sql: str, params: tuple[object, ...] | list[object] = ()) -> int:
-        """Run one statement in its own transaction; returns the last row id."""
+    def migrate(self, migrations: Migrations) -> list[str]:
         try:
-            with self.lock, self.db.conn:
-                cursor = self.db.conn.execute(sql, params)
-                return cursor.lastrowid or 0
+            with self.lock:
+                return migrations.apply(self.db)
         except sqlite3.Error as exc:
             raise StorageError(describe_sqlite_error(self.path, exc)) from exc
 
-    def query(self, sql: str, params: tuple[object, ...] | list[object] = ()) -> list[dict]:
+    def write(self, sql: str, params: Sequence[object] = ()) -> int:
+        """Run one statement in its own transaction; returns the last row id."""
+        return self.write_many([(sql, params)])
+
+    def write_many(self, statements: Iterable[Statement]) -> int:
+        """Run statements in one transaction: all of them are stored, or none."""
+        try:
+            with self.lock, self.db.conn:
+                lastrowid = 0
+                for sql, params in statements:
+                    lastrowid = self.db.conn.execute(sql, params).lastrowid or lastrowid
+                return lastrowid
+        except sqlite3.Error as exc:
+            raise StorageError(describe_sqlite_error(self.path, exc)) from exc
+
+    def query(self, sql: str, params: Sequence[object] = ()) -> list[dict]:
         try:
             with self.lock:
                 return list(self.db.query(sql, params))

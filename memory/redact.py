@@ -16,8 +16,8 @@ DEFAULT_PATTERNS: dict[str, str] = {
     r"|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{20,}\b|\bxox[abprs]-[A-Za-z0-9\-]{10,}\b"
     r"|\bAIza[0-9A-Za-z_\-]{35}\b",
     "jwt": r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\b",
-    "bearer": r"(?i)\bbearer\s+[A-Za-z0-9._\-+/=]{16,}",
-    "secret": r"(?i)(?P<keep>(?<![A-Za-z0-9_-])(?:api[_-]?key|access[_-]?token|auth[_-]?token|"
+    "bearer": r"(?i:\bbearer\s+)[A-Za-z0-9._\-+/=]{16,}",
+    "secret": r"(?P<keep>(?<![A-Za-z0-9_-])(?i:api[_-]?key|access[_-]?token|auth[_-]?token|"
     r"token|secret|password|passwd|pwd|密码|口令|密钥)(?:\s*(?:is|是|为))?\s*[:=：]?\s*)"
     r"(?![\[=:：])(?=[^\s\"',;，。]*[\d_\-!@#$%^&*])[^\s\"',;，。]{6,}",
     "email": r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}\b",
@@ -27,20 +27,39 @@ DEFAULT_PATTERNS: dict[str, str] = {
 
 
 class Redactor:
+    """All patterns run as one alternation: one pass over each string, not one per pattern."""
+
     def __init__(self, patterns: Mapping[str, str] | None = None, *, enabled: bool = True) -> None:
         merged = {**DEFAULT_PATTERNS, **(patterns or {})}
         self.enabled = enabled
-        self._patterns = [(kind, re.compile(pattern)) for kind, pattern in merged.items()]
+        self.kinds = list(merged)
+        self._separate = {kind: re.compile(pattern) for kind, pattern in merged.items()}
+        self._combined = re.compile(
+            "|".join(
+                f"(?P<k{n}>{pattern.replace('(?P<keep>', f'(?P<keep{n}>')})"
+                for n, pattern in enumerate(merged.values())
+            )
+        )
+        self._cache: dict[str, str] = {}
+
+    def _mask(self, match: re.Match[str]) -> str:
+        n = int(match.lastgroup[1:]) if match.lastgroup else 0
+        kept = match.groupdict().get(f"keep{n}") or ""
+        return f"{kept}[REDACTED:{self.kinds[n]}]"
 
     def text(self, value: str) -> str:
         if not self.enabled or not value:
             return value
-        for kind, pattern in self._patterns:
-            mask = f"[REDACTED:{kind}]"
-            value = pattern.sub(
-                lambda m, mask=mask: (m.groupdict().get("keep") or "") + mask, value
-            )
-        return value
+        cached = self._cache.get(value)
+        if cached is not None:
+            return cached
+        redacted = self._combined.sub(self._mask, value)
+        if redacted != value:
+            redacted = self._combined.sub(self._mask, redacted)
+        if len(self._cache) > 2048:
+            self._cache.clear()
+        self._cache[value] = redacted
+        return redacted
 
     def data(self, value: Any) -> Any:
         """Redact every string inside a JSON-like value."""
@@ -53,7 +72,7 @@ class Redactor:
         return value
 
     def kinds_found(self, value: str) -> list[str]:
-        return [kind for kind, pattern in self._patterns if pattern.search(value)]
+        return [kind for kind, pattern in self._separate.items() if pattern.search(value)]
 
     def all(self, values: Iterable[str]) -> list[str]:
         return [self.text(value) for value in values]

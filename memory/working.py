@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import logging
 import time
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import sqlite_utils
 
-from memory.db import Database, Migrations
+from memory.db import Database, Migrations, Statement
 
 log = logging.getLogger(__name__)
 Message = dict[str, Any]
@@ -71,36 +71,46 @@ def repair(messages: list[Message]) -> tuple[list[Message], list[str]]:
 
 
 class WorkingMemory:
-    def __init__(self, path: Path) -> None:
-        self.database = Database(path, migrations)
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        database.migrate(migrations)
 
-    def ensure_session(self, session: str) -> None:
-        now = time.time()
-        self.database.write(
-            "INSERT INTO sessions (id, created_at, updated_at) VALUES (?, ?, ?) "
-            "ON CONFLICT(id) DO UPDATE SET updated_at = excluded.updated_at",
-            (session, now, now),
+    _INSERT = (
+        "INSERT INTO messages (session, turn_id, role, content, tool_calls, tool_call_id, "
+        "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+    )
+
+    def insert_statement(self, session: str, turn_id: str, message: Message) -> Statement:
+        tool_calls = message.get("tool_calls")
+        return self._INSERT, (
+            session,
+            turn_id,
+            message["role"],
+            message.get("content"),
+            json.dumps(tool_calls, ensure_ascii=False) if tool_calls else None,
+            message.get("tool_call_id"),
+            time.time(),
         )
 
-    def append(self, session: str, turn_id: str, message: Message) -> int:
-        tool_calls = message.get("tool_calls")
-        if message["role"] == "user" and not message.get("name"):
-            self.database.write(
-                "UPDATE sessions SET turns = turns + 1, updated_at = ? WHERE id = ?",
-                (time.time(), session),
-            )
-        return self.database.write(
-            "INSERT INTO messages (session, turn_id, role, content, tool_calls, tool_call_id, "
-            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    def start_turn_statements(
+        self, session: str, turn_id: str, user_message: Message
+    ) -> list[Statement]:
+        """Create the session if new, count the turn, store the user's message."""
+        now = time.time()
+        return [
             (
-                session,
-                turn_id,
-                message["role"],
-                message.get("content"),
-                json.dumps(tool_calls, ensure_ascii=False) if tool_calls else None,
-                message.get("tool_call_id"),
-                time.time(),
+                "INSERT INTO sessions (id, created_at, updated_at, turns) VALUES (?, ?, ?, 1) "
+                "ON CONFLICT(id) DO UPDATE SET updated_at = excluded.updated_at, "
+                "turns = turns + 1",
+                (session, now, now),
             ),
+            self.insert_statement(session, turn_id, user_message),
+        ]
+
+    def append(self, session: str, turn_id: str, messages: Sequence[Message]) -> int:
+        """Store messages in one transaction: parallel tool results land together or not at all."""
+        return self.database.write_many(
+            self.insert_statement(session, turn_id, m) for m in messages
         )
 
     def rows(self, session: str) -> list[dict[str, Any]]:
@@ -127,6 +137,3 @@ class WorkingMemory:
 
     def sessions(self) -> list[dict[str, Any]]:
         return self.database.query("SELECT * FROM sessions ORDER BY updated_at DESC")
-
-    def close(self) -> None:
-        self.database.close()

@@ -17,10 +17,11 @@ from typing import Any
 
 
 class Job:
-    __slots__ = ("abandoned", "fn", "future", "started_at")
+    __slots__ = ("abandoned", "done", "fn", "future", "started_at")
 
-    def __init__(self, fn: Callable[[], Any]) -> None:
+    def __init__(self, fn: Callable[[], Any], done: queue.SimpleQueue[Job] | None) -> None:
         self.fn = fn
+        self.done = done
         self.future: Future[Any] = Future()
         self.started_at: float | None = None
         self.abandoned = False
@@ -35,28 +36,36 @@ class WorkerPool:
         self._healthy = 0
         self._idle = 0
 
-    def submit(self, fn: Callable[[], Any]) -> Job:
-        job = Job(fn)
+    def submit(self, fn: Callable[[], Any], done: queue.SimpleQueue[Job] | None = None) -> Job:
+        """Queue `fn`; when it finishes, the job is also put on `done` (cheaper than waiting)."""
+        job = Job(fn, done)
         self._jobs.put(job)
-        with self._lock:
-            if self._idle == 0 and self._healthy < self._width:
-                self._healthy += 1
-                worker = threading.Thread(target=self._work, name=f"{self._name}-tool", daemon=True)
-                worker.start()
-            else:
-                self._idle = max(self._idle - 1, 0)
+        self._grow()
         return job
 
     def abandon(self, job: Job) -> None:
-        """Give up on a running job: its worker leaves the pool when (if ever) it returns."""
+        """Give up on a running job: its worker leaves the pool when (if ever) it returns,
+        and a fresh worker takes its place so queued calls still start."""
         with self._lock:
-            if not job.abandoned and job.started_at is not None and not job.future.done():
-                job.abandoned = True
-                self._healthy -= 1
+            if job.abandoned or job.started_at is None or job.future.done():
+                return
+            job.abandoned = True
+            self._healthy -= 1
+        self._grow()
+
+    def _grow(self) -> None:
+        with self._lock:
+            if self._jobs.qsize() > self._idle and self._healthy < self._width:
+                self._healthy += 1
+                self._idle += 1
+                worker = threading.Thread(target=self._work, name=f"{self._name}-tool", daemon=True)
+                worker.start()
 
     def _work(self) -> None:
         while True:
             job = self._jobs.get()
+            with self._lock:
+                self._idle -= 1
             job.started_at = time.monotonic()
             if job.future.set_running_or_notify_cancel():
                 try:
@@ -67,3 +76,5 @@ class WorkerPool:
                 if job.abandoned:
                     return
                 self._idle += 1
+            if job.done is not None:
+                job.done.put(job)

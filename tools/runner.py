@@ -11,11 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import queue
 import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -200,6 +200,9 @@ class ToolRunner:
         """Run the calls concurrently (sequential tools one at a time); results in call order."""
         outcomes: list[CallOutcome | None] = [None] * len(calls)
         jobs: dict[int, Job] = {}
+        first_with_key: dict[str, int] = {}
+        duplicates: dict[int, int] = {}
+        finished: queue.SimpleQueue[Job] = queue.SimpleQueue()
         for index, call in enumerate(calls):
             context = context_for(call)
             call.idempotency_key = context.idempotency_key
@@ -207,9 +210,29 @@ class ToolRunner:
             if early is not None:
                 outcomes[index] = early
                 continue
-            jobs[index] = self._pool.submit(lambda c=call, ctx=context: self._invoke(c, ctx))
-        self._wait(calls, jobs, outcomes, deadline)
+            key = self._memo_key(call) if self._memo_for(call) is not None else None
+            if key is not None and key in first_with_key:
+                duplicates[index] = first_with_key[key]
+                continue
+            if key is not None:
+                first_with_key[key] = index
+            jobs[index] = self._pool.submit(
+                lambda c=call, ctx=context: self._invoke(c, ctx), finished
+            )
+        self._wait(calls, jobs, outcomes, deadline, finished)
+        for index, original in duplicates.items():
+            outcomes[index] = self._replay(calls[index], outcomes[original])
         return [outcome for outcome in outcomes if outcome is not None]
+
+    def _replay(self, call: PreparedCall, original: CallOutcome | None) -> CallOutcome:
+        """A repeat of a call in the same batch shares the first one's result, not its effect."""
+        assert original is not None
+        outcome = self._outcome(call, original.status, original.result)
+        outcome.cached = True
+        assert call.tool is not None
+        if not call.tool.read_only:
+            outcome.extra["idempotent_replay"] = True
+        return outcome
 
     def _settle_without_running(self, call: PreparedCall) -> CallOutcome | None:
         if call.error is not None:
@@ -268,24 +291,29 @@ class ToolRunner:
         jobs: dict[int, Job],
         outcomes: list[CallOutcome | None],
         deadline: float | None,
+        finished: queue.SimpleQueue[Job],
     ) -> None:
+        """Collect results as they finish; give up on calls past their own timeout."""
+        index_of = {id(job): index for index, job in jobs.items()}
         pending = dict(jobs)
         while pending:
-            now = self._clock()
             limits = [self._limit(calls[i], job, deadline) for i, job in pending.items()]
             soonest = min((limit for limit in limits if limit is not None), default=None)
-            futures = {job.future: index for index, job in pending.items()}
-            timeout = None if soonest is None else max(soonest - now, 0)
-            done, _ = wait(futures, timeout=timeout, return_when=FIRST_COMPLETED)
-            for future in done:
-                index = futures[future]
-                outcomes[index] = self._collect(calls[index], pending.pop(index))
+            try:
+                timeout = None if soonest is None else max(soonest - self._clock(), 0.0)
+                job = finished.get(timeout=timeout)
+            except queue.Empty:
+                job = None
+            if job is not None and id(job) in index_of:
+                index = index_of[id(job)]
+                if pending.pop(index, None) is not None:
+                    outcomes[index] = self._collect(calls[index], job)
             now = self._clock()
-            for index, job in list(pending.items()):
-                limit = self._limit(calls[index], job, deadline)
-                if limit is not None and now >= limit:
-                    self._pool.abandon(job)
-                    outcomes[index] = self._timeout(calls[index], job)
+            for index, waiting in list(pending.items()):
+                limit = self._limit(calls[index], waiting, deadline)
+                if limit is not None and now >= limit and not waiting.future.done():
+                    self._pool.abandon(waiting)
+                    outcomes[index] = self._timeout(calls[index], waiting)
                     del pending[index]
 
     def _limit(self, call: PreparedCall, job: Job, deadline: float | None) -> float | None:
