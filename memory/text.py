@@ -1,0 +1,239 @@
+"""Search terms for the SQLite full-text index, in English and Chinese (SPEC M6).
+
+SQLite's default tokenizer keeps a run of Chinese characters as one token, so "牙医"
+never matches "我的牙医是李医生". Chinese runs are indexed as overlapping character
+bigrams plus single characters; a query uses bigrams (single characters only for a
+one-character query). Latin words are lower-cased and stemmed; stop words are kept in
+the index (a query may need them) but dropped from queries.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+import snowballstemmer
+
+_RUNS = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+|[^\W_]+", re.UNICODE)
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "did",
+        "does",
+        "said",
+        "say",
+        "says",
+        "tell",
+        "told",
+        "know",
+        "的",
+        "了",
+        "是",
+        "在",
+        "我",
+        "你",
+        "他",
+        "她",
+        "它",
+        "们",
+        "吗",
+        "呢",
+        "吧",
+        "啊",
+        "和",
+        "与",
+        "也",
+        "就",
+        "都",
+        "还",
+        "又",
+        "这",
+        "那",
+        "什么",
+        "怎么",
+        "哪",
+        "个",
+        "一个",
+        "有",
+        "没有",
+        "关于",
+    ]
+)
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> snowballstemmer.stemmer:
+    return snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    return _stemmer().stemWord(word)
+
+
+def _normalise(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).lower()
+
+
+def index_terms(text: str) -> list[str]:
+    """Terms stored for a document."""
+    terms: list[str] = []
+    for run in _RUNS.findall(_normalise(text)):
+        if _CJK.match(run):
+            terms.extend(run)
+            terms.extend(run[i : i + 2] for i in range(len(run) - 1))
+        else:
+            terms.append(_stem(run))
+    return terms
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct terms of a query, stop words dropped (unless nothing else is left)."""
+    terms: list[str] = []
+    for run in _RUNS.findall(_normalise(text)):
+        if _CJK.match(run):
+            terms.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
+        else:
+            terms.append(run)
+    kept = [term for term in terms if term not in STOP_WORDS] or terms
+    stemmed = [term if _CJK.match(term) else _stem(term) for term in kept]
+    return list(dict.fromkeys(stemmed))
+
+
+def fts_document(text: str) -> str:
+    return " ".join(index_terms(text))
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 MATCH expression: any of the query's terms, each quoted."""
+    terms = query_terms(text)
+    if not terms:
+        return None
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
