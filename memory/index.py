@@ -35,6 +35,10 @@ class Vectors(Protocol):
 
     def query(self, text: str, k: int) -> list[tuple[str, float]]: ...
 
+    def similar(self, text: str, k: int) -> list[tuple[str, float]]:
+        """Like `query`, but embeds `text` as a passage: for near-duplicate detection."""
+        ...
+
     def ids(self) -> set[str]: ...
 
     def reset(self) -> None: ...
@@ -169,6 +173,16 @@ class HybridIndex:
             return []
         allowed = self.filter_ids([doc_id for doc_id, _ in found], where, params)
         return [(doc_id, sim) for doc_id, sim in found if doc_id in allowed][:n]
+
+    def similar(
+        self, text: str, k: int, *, where: str = "1", params: Sequence[Any] = ()
+    ) -> list[tuple[str, float]]:
+        """Rows most like `text` as a statement (passage to passage), filtered by SQL."""
+        if self.vectors is None:
+            return []
+        found = self.vectors.similar(text, k * 4)
+        allowed = self.filter_ids([doc_id for doc_id, _ in found], where, params)
+        return [(doc_id, sim) for doc_id, sim in found if doc_id in allowed][:k]
 
     def filter_ids(self, ids: Sequence[str], where: str, params: Sequence[Any]) -> set[str]:
         allowed: set[str] = set()
