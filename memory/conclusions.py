@@ -143,6 +143,11 @@ class ConclusionStore:
             chain.append(Conclusion.from_row(rows[0]))
             current = rows[0]["id"]
 
+    def has_active(self) -> bool:
+        return bool(
+            self.database.query("SELECT 1 FROM conclusions WHERE status = 'active' LIMIT 1")
+        )
+
     def stats(self) -> dict[str, Any]:
         counts = {status: 0 for status in STATUSES}
         for row in self.database.query("SELECT status, count(*) AS n FROM conclusions GROUP BY 1"):

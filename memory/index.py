@@ -243,3 +243,45 @@ class HybridIndex:
             count += 1
         self.database.write_many(statements)
         return count
+
+
+class LazyVectors:
+    """Opens the vector store on first use: a command that never recalls or stores a
+    conclusion never pays for importing Chroma and loading the embedding model."""
+
+    def __init__(self, factory: Callable[[], Vectors]) -> None:
+        self._factory = factory
+        self._vectors: Vectors | None = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._vectors is not None
+
+    def _get(self) -> Vectors:
+        if self._vectors is None:
+            self._vectors = self._factory()
+        return self._vectors
+
+    @property
+    def needs_reembed(self) -> bool:
+        return self._get().needs_reembed
+
+    def upsert(
+        self, ids: Sequence[str], texts: Sequence[str], metadatas: Sequence[dict] | None = None
+    ) -> None:
+        self._get().upsert(ids, texts, metadatas)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self._get().delete(ids)
+
+    def query(self, text: str, k: int) -> list[tuple[str, float]]:
+        return self._get().query(text, k)
+
+    def similar(self, text: str, k: int) -> list[tuple[str, float]]:
+        return self._get().similar(text, k)
+
+    def ids(self) -> set[str]:
+        return self._get().ids()
+
+    def reset(self) -> None:
+        self._get().reset()

@@ -38,6 +38,11 @@ def m001_sessions_and_messages(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX messages_by_session ON messages (session, id)")
 
 
+@migrations
+def m002_extraction_mark(db: sqlite_utils.Database) -> None:
+    db.execute("ALTER TABLE sessions ADD COLUMN extracted_through INTEGER NOT NULL DEFAULT 0")
+
+
 INTERRUPTED = json.dumps(
     {"error": "INTERRUPTED", "detail": "the process stopped before this tool call finished"}
 )
@@ -120,14 +125,28 @@ class WorkingMemory:
 
     def load(self, session: str) -> list[Message]:
         """The session's messages in chat-completions form, repaired for the model."""
-        messages = [self._as_message(row) for row in self.rows(session)]
+        messages = [self.as_message(row) for row in self.rows(session)]
         repaired, problems = repair(messages)
         for problem in problems:
             log.warning("session %s: %s", session, problem)
         return repaired
 
+    def unextracted(self, session: str) -> list[dict[str, Any]]:
+        """Rows not yet scanned for long-term conclusions (SPEC M9)."""
+        return self.database.query(
+            "SELECT m.* FROM messages m JOIN sessions s ON s.id = m.session "
+            "WHERE m.session = ? AND m.id > s.extracted_through ORDER BY m.id",
+            [session],
+        )
+
+    def mark_extracted(self, session: str, through_id: int) -> None:
+        self.database.write(
+            "UPDATE sessions SET extracted_through = max(extracted_through, ?) WHERE id = ?",
+            (through_id, session),
+        )
+
     @staticmethod
-    def _as_message(row: dict[str, Any]) -> Message:
+    def as_message(row: dict[str, Any]) -> Message:
         message: Message = {"role": row["role"], "content": row["content"]}
         if row["tool_calls"]:
             message["tool_calls"] = json.loads(row["tool_calls"])
