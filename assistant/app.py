@@ -17,13 +17,18 @@ from assistant.config import Settings
 from assistant.loop import SYSTEM_PROMPT, Turn, run_turn
 from assistant.model import ChatModel
 from assistant.outcome import TurnOutcome
+from assistant.remembering import MemoryService
 from assistant.traces import Recorder, TraceStore
 from memory.db import Database
+from memory.index import Vectors
+from memory.lock import DataDirectoryLock
 from memory.redact import Redactor
 from memory.working import WorkingMemory
 from tools.base import Tool
 from tools.registry import ToolRegistry
 from tools.runner import ToolRunner
+
+OFFLINE_MODEL_NAME = "offline-planner"
 
 
 def default_tools() -> list[Tool]:
@@ -36,10 +41,12 @@ def build_model(settings: Settings) -> ChatModel:
     """The configured endpoint, or the offline planner when none is configured (O2)."""
     if settings.model.offline:
         from assistant.offline import OfflinePlanner
-        from assistant.offline.intents import core_intents
+        from assistant.offline.intents import ArithmeticIntent, SmallTalkIntent
+        from assistant.offline.memory_intents import memory_intents
 
         config_path = settings.config_file or settings.home / "config.toml"
-        return OfflinePlanner(core_intents(), config_path=str(config_path))
+        intents = [SmallTalkIntent(), *memory_intents(), ArithmeticIntent()]
+        return OfflinePlanner(intents, config_path=str(config_path))
     from assistant.openai_model import OpenAIChatModel
 
     return OpenAIChatModel(settings.model)
@@ -49,24 +56,62 @@ def new_session_id() -> str:
     return time.strftime("s-%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
 
 
-def system_prompt(now: float | None = None) -> str:
-    today = time.strftime("%Y-%m-%d (%A)", time.localtime(now))
-    return f"{SYSTEM_PROMPT}\nToday is {today}."
+def system_prompt(memory_block: str = "", summary: str | None = None) -> str:
+    today = time.strftime("%Y-%m-%d (%A)")
+    parts = [SYSTEM_PROMPT, f"Today is {today}."]
+    if memory_block:
+        parts.append(memory_block)
+    if summary:
+        parts.append(f"Summary of the earlier conversation in this session:\n{summary}")
+    return "\n\n".join(parts)
 
 
 class Assistant:
+    """Owns the data directory for its lifetime (one owner at a time, SPEC M6b)."""
+
     def __init__(
         self,
         settings: Settings,
         *,
         model: ChatModel | None = None,
         tools: Iterable[Tool] | None = None,
+        vectors: Vectors | None = None,
+        role: str = "cli",
     ) -> None:
         self.settings = settings
-        settings.home.mkdir(parents=True, exist_ok=True)
+        self.lock = DataDirectoryLock(settings.home, role).acquire()
+        try:
+            self._open(model, tools, vectors)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _open(
+        self, model: ChatModel | None, tools: Iterable[Tool] | None, vectors: Vectors | None
+    ) -> None:
+        settings = self.settings
         self.model = model or build_model(settings)
         self.redactor = Redactor()
-        self.registry = ToolRegistry(default_tools() if tools is None else tools)
+        self.database = Database(settings.database_path)
+        self.working = WorkingMemory(self.database)
+        self.traces = TraceStore(self.database, self.redactor)
+        self.memory: MemoryService | None = None
+        registered = list(default_tools() if tools is None else tools)
+        if settings.memory.enabled:
+            self.memory = MemoryService(
+                settings,
+                self.database,
+                self.working,
+                self.model,
+                self.redactor,
+                offline=self.offline,
+                vectors=vectors,
+            )
+            if tools is None:
+                from tools.memory_tools import memory_tools
+
+                registered += memory_tools(self.memory.store)
+        self.registry = ToolRegistry(registered)
         limits = settings.loop
         self.runner = ToolRunner(
             self.registry,
@@ -75,13 +120,10 @@ class Assistant:
             workers=limits.parallel_tools,
             cache_ttl_s=limits.cache_ttl_s,
         )
-        self.database = Database(settings.database_path)
-        self.working = WorkingMemory(self.database)
-        self.traces = TraceStore(self.database, self.redactor)
 
     @property
     def offline(self) -> bool:
-        return self.model.name == "offline-planner"
+        return self.model.name == OFFLINE_MODEL_NAME
 
     def ask(
         self,
@@ -93,6 +135,12 @@ class Assistant:
         unattended: bool = False,
     ) -> TurnOutcome:
         session = session or new_session_id()
+        if self.memory is not None:
+            context = self.memory.compressor.context(session)
+            history, summary = context.messages, context.summary
+            block = self.memory.memory_block(self.memory.relevant(text))
+        else:
+            history, summary, block = self.working.load(session), None, ""
         recorder = Recorder(
             self.traces,
             self.working,
@@ -104,15 +152,25 @@ class Assistant:
             model=self.model,
             runner=self.runner,
             limits=self.settings.loop,
-            history=self.working.load(session),
-            system_prompt=system_prompt(),
+            history=history,
+            system_prompt=system_prompt(block, summary),
             recorder=recorder,
             session=session,
             temperature=self.settings.model.temperature,
             cancel=cancel,
             unattended=unattended,
         )
-        return run_turn(turn)
+        outcome = run_turn(turn)
+        if self.memory is not None and outcome.ok:
+            self.memory.compressor.maybe_compress(session)
+        return outcome
+
+    def end_session(self, session: str) -> int:
+        """The session is over: keep what it concluded (SPEC M9)."""
+        return self.memory.end_session(session) if self.memory is not None else 0
 
     def close(self) -> None:
-        self.database.close()
+        try:
+            self.database.close()
+        finally:
+            self.lock.release()

