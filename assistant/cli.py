@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,6 +36,31 @@ def _parser() -> argparse.ArgumentParser:
     chat = commands.add_parser("chat", help="a multi-turn conversation at a prompt")
     chat.add_argument("--session", help="continue this session (default: a new one)")
 
+    memory = commands.add_parser("memory", help="long-term memory: search, list, forget")
+    memory_commands = memory.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
+    search = memory_commands.add_parser("search", help="hybrid search of conclusions")
+    search.add_argument("query", nargs="+")
+    search.add_argument("-k", type=int, default=10, help="how many (default 10)")
+    search.add_argument("--kind", choices=["fact", "preference", "decision", "note"])
+    search.add_argument("--tag")
+    search.add_argument("--all", action="store_true", help="include superseded and retired")
+    search.add_argument("--json", action="store_true")
+    listing = memory_commands.add_parser("list", help="the most recent conclusions")
+    listing.add_argument(
+        "--status", default="active", choices=["active", "superseded", "retired", "all"]
+    )
+    listing.add_argument("--limit", type=int, default=50)
+    listing.add_argument("--json", action="store_true")
+    show = memory_commands.add_parser("show", help="one conclusion with its history")
+    show.add_argument("id")
+    show.add_argument("--json", action="store_true")
+    forget = memory_commands.add_parser("forget", help="retire a conclusion")
+    forget.add_argument("id")
+    forget.add_argument("--json", action="store_true")
+    memory_commands.add_parser("reindex", help="rebuild the search indexes from SQLite")
+    stats = memory_commands.add_parser("stats", help="counts by status and kind")
+    stats.add_argument("--json", action="store_true")
+
     trace = commands.add_parser("trace", help="show what happened in a turn")
     trace.add_argument("turn", help="'last' or a turn id")
     trace.add_argument("--session", help="with 'last': the last turn of this session")
@@ -57,6 +83,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     assistant = _open_assistant()
     try:
         outcome = assistant.ask(" ".join(args.text), session=args.session)
+        if args.session is None:
+            assistant.end_session(outcome.session)
     finally:
         assistant.close()
     if args.json:
@@ -96,7 +124,10 @@ def cmd_chat(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(file=sys.stderr)
     finally:
-        assistant.close()
+        try:
+            assistant.end_session(session)
+        finally:
+            assistant.close()
     return 0
 
 
@@ -125,7 +156,86 @@ def cmd_trace(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"ask": cmd_ask, "chat": cmd_chat, "trace": cmd_trace}
+def _memory_row(conclusion: Any) -> dict[str, Any]:
+    row = conclusion.as_dict()
+    if row.get("score") is None:
+        row.pop("score", None)
+    return row
+
+
+def _memory_line(conclusion: Any) -> str:
+    day = time.strftime("%Y-%m-%d", time.localtime(conclusion.valid_from))
+    line = f"{conclusion.id}  [{conclusion.kind}] {conclusion.text}  ({conclusion.status}, {day})"
+    return line + (f"  score {conclusion.score:.4f}" if conclusion.score is not None else "")
+
+
+def cmd_memory(args: argparse.Namespace) -> int:
+    assistant = _open_assistant()
+    try:
+        if assistant.memory is None:
+            print("error: long-term memory is disabled ([memory] enabled = false)", file=sys.stderr)
+            return EXIT_ERROR
+        store = assistant.memory.store
+        action = args.memory_command
+        if action == "search":
+            statuses = ("active", "superseded", "retired") if args.all else ("active",)
+            kinds = [args.kind] if args.kind else None
+            tags = [args.tag] if args.tag else None
+            found = store.recall(
+                " ".join(args.query), args.k, kinds=kinds, tags=tags, statuses=statuses
+            )
+            return _emit(
+                args,
+                [_memory_row(c) for c in found],
+                [_memory_line(c) for c in found],
+                empty="no conclusion matches",
+            )
+        if action == "list":
+            status = None if args.status == "all" else args.status
+            found = store.list(status=status, limit=args.limit)
+            return _emit(
+                args,
+                [_memory_row(c) for c in found],
+                [_memory_line(c) for c in found],
+                empty="no conclusions stored",
+            )
+        if action == "show":
+            conclusion = store.get(args.id)
+            if conclusion is None:
+                print(f"error: no conclusion {args.id!r}", file=sys.stderr)
+                return EXIT_ERROR
+            history = store.history(args.id)
+            data = {**_memory_row(conclusion), "history": [_memory_row(c) for c in history]}
+            lines = [_memory_line(conclusion), *(f"  replaced {_memory_line(c)}" for c in history)]
+            return _emit(args, data, lines)
+        if action == "forget":
+            forgotten = store.forget(args.id)
+            if forgotten is None:
+                print(f"error: no active conclusion {args.id!r}", file=sys.stderr)
+                return EXIT_ERROR
+            return _emit(args, _memory_row(forgotten), [f"forgotten: {_memory_line(forgotten)}"])
+        if action == "reindex":
+            result = store.reindex()
+            print(f"reindexed: {result['added']} conclusions embedded", file=sys.stderr)
+            return 0
+        stats = store.stats()
+        lines = [f"{key}: {value}" for key, value in stats.items()]
+        return _emit(args, stats, lines)
+    finally:
+        assistant.close()
+
+
+def _emit(args: argparse.Namespace, data: Any, lines: list[str], empty: str = "") -> int:
+    if getattr(args, "json", False):
+        _print_json(data)
+    elif lines:
+        print("\n".join(lines))
+    elif empty:
+        print(empty, file=sys.stderr)
+    return 0
+
+
+COMMANDS = {"ask": cmd_ask, "chat": cmd_chat, "trace": cmd_trace, "memory": cmd_memory}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -29,11 +29,11 @@ TOP = 10
 SETTINGS: list[tuple[str, dict[str, Any]]] = [
     ("chroma default", {"space": "cosine"}),
     (
-        "ef_search 400, ef_construction 200, M 16 (ours)",
+        "ef_search 400, ef_construction 200, M 16",
         {"space": "cosine", "ef_search": 400, "ef_construction": 200, "max_neighbors": 16},
     ),
     (
-        "ef_search 400, ef_construction 200, M 32",
+        "ef_search 400, ef_construction 200, M 32 (ours)",
         {"space": "cosine", "ef_search": 400, "ef_construction": 200, "max_neighbors": 32},
     ),
 ]

@@ -334,9 +334,9 @@ class ConclusionStore:
             for row in self.database.query("SELECT id, text FROM conclusions")
         ]
 
-    def sync(self) -> dict[str, int]:
-        """Repair drift between SQLite and the vector index (run at start-up)."""
-        return self.index.sync(self._all_texts)
+    def sync(self, vectors: Vectors | None = None) -> dict[str, int]:
+        """Repair drift between SQLite and the vector index (whenever it is opened)."""
+        return self.index.sync(self._all_texts, vectors=vectors)
 
     def reindex(self) -> dict[str, int]:
         """Rebuild both indexes from SQLite (`assistant memory reindex`)."""

@@ -199,28 +199,33 @@ class HybridIndex:
     # -- repair -------------------------------------------------------------------------------
 
     def sync(
-        self, rows: Callable[[], Iterable[tuple[str, str]]], *, full: bool = False
+        self,
+        rows: Callable[[], Iterable[tuple[str, str]]],
+        *,
+        full: bool = False,
+        vectors: Vectors | None = None,
     ) -> dict[str, int]:
         """Make the vector collection hold exactly the owner's rows (M5: repair on start).
 
         `rows` yields (id, text) for every row that should be indexed. Missing vectors are
         added, stray ones deleted; a changed embedding model, or `full`, re-embeds all.
         """
-        if self.vectors is None:
+        vectors = vectors or self.vectors
+        if vectors is None:
             return {"added": 0, "removed": 0}
         wanted = dict(rows())
-        if full or self.vectors.needs_reembed:
-            self.vectors.reset()
+        if full or vectors.needs_reembed:
+            vectors.reset()
             present: set[str] = set()
         else:
-            present = self.vectors.ids()
+            present = vectors.ids()
         missing = [doc_id for doc_id in wanted if doc_id not in present]
         stray = [doc_id for doc_id in present if doc_id not in wanted]
         for start in range(0, len(missing), 256):
             batch = missing[start : start + 256]
-            self.vectors.upsert(batch, [wanted[doc_id] for doc_id in batch])
+            vectors.upsert(batch, [wanted[doc_id] for doc_id in batch])
         if stray:
-            self.vectors.delete(stray)
+            vectors.delete(stray)
         if missing or stray:
             log.info(
                 "%s: vector index repaired: %d added, %d removed",
