@@ -25,6 +25,7 @@ from memory.lock import DataDirectoryLock
 from memory.redact import Redactor
 from memory.working import WorkingMemory
 from tools.base import Tool
+from tools.confirm import PendingAction, PendingActions
 from tools.registry import ToolRegistry
 from tools.runner import ToolRunner
 
@@ -112,6 +113,7 @@ class Assistant:
 
                 registered += memory_tools(self.memory.store)
         self.registry = ToolRegistry(registered)
+        self.pending = PendingActions(self.database)
         limits = settings.loop
         self.runner = ToolRunner(
             self.registry,
@@ -119,6 +121,7 @@ class Assistant:
             default_timeout_s=limits.tool_timeout_s,
             workers=limits.parallel_tools,
             cache_ttl_s=limits.cache_ttl_s,
+            pending=self.pending,
         )
 
     @property
@@ -164,6 +167,13 @@ class Assistant:
         if self.memory is not None and outcome.ok:
             self.memory.compressor.maybe_compress(session)
         return outcome
+
+    def confirm(self, action_id: str, *, unattended: bool = False) -> PendingAction:
+        """Run a pending dangerous action the user said yes to (SPEC S2)."""
+        return self.pending.confirm(action_id, self.registry, unattended=unattended)
+
+    def reject(self, action_id: str) -> PendingAction:
+        return self.pending.reject(action_id)
 
     def end_session(self, session: str) -> int:
         """The session is over: keep what it concluded (SPEC M9)."""

@@ -61,6 +61,13 @@ def _parser() -> argparse.ArgumentParser:
     stats = memory_commands.add_parser("stats", help="counts by status and kind")
     stats.add_argument("--json", action="store_true")
 
+    confirm = commands.add_parser("confirm", help="run (or reject) a pending dangerous action")
+    confirm.add_argument("id", help="the action id the assistant gave")
+    confirm.add_argument("--reject", action="store_true", help="say no instead")
+    confirm.add_argument("--json", action="store_true")
+    pending = commands.add_parser("pending", help="actions waiting for your confirmation")
+    pending.add_argument("--json", action="store_true")
+
     trace = commands.add_parser("trace", help="show what happened in a turn")
     trace.add_argument("turn", help="'last' or a turn id")
     trace.add_argument("--session", help="with 'last': the last turn of this session")
@@ -94,6 +101,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if not outcome.ok:
         print(f"error: {outcome.stop_detail}", file=sys.stderr)
         return EXIT_ERROR
+    for call in outcome.tool_calls:
+        if call.status == "pending_confirmation":
+            action = call.result["action_id"]
+            print(f"pending: {call.result['would']} — run `assistant confirm {action}` to do it",
+                  file=sys.stderr)
     if outcome.stop_reason.value != "final":
         print(
             f"note: stopped early ({outcome.stop_reason.value}): {outcome.stop_detail}",
@@ -121,6 +133,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 print(outcome.answer, flush=True)
             else:
                 print(f"error: {outcome.stop_detail}", file=sys.stderr, flush=True)
+            _offer_confirmations(assistant, outcome)
     except KeyboardInterrupt:
         print(file=sys.stderr)
     finally:
@@ -129,6 +142,68 @@ def cmd_chat(args: argparse.Namespace) -> int:
         finally:
             assistant.close()
     return 0
+
+
+def _offer_confirmations(assistant: Any, outcome: Any) -> None:
+    """A yes at the chat prompt confirms what the turn left pending (SPEC S2)."""
+    from tools.confirm import ConfirmationError
+
+    for call in outcome.tool_calls:
+        if call.status != "pending_confirmation":
+            continue
+        action_id = call.result["action_id"]
+        if call.result.get("diff"):
+            print(call.result["diff"], file=sys.stderr)
+        try:
+            reply = input(f"confirm: {call.result['would']}? [y/N] ").strip().lower()
+        except EOFError:
+            reply = ""
+        try:
+            if reply in {"y", "yes", "是", "好"}:
+                done = assistant.confirm(action_id)
+                print(f"{done.status}: {done.summary}", flush=True)
+            else:
+                assistant.reject(action_id)
+                print(f"rejected: nothing changed ({action_id})", flush=True)
+        except ConfirmationError as exc:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+
+
+def _action_line(action: Any) -> str:
+    when = time.strftime("%H:%M", time.localtime(action.created_at))
+    return f"{action.id}  {action.status:<9} {action.summary}  (from {action.tool}, {when})"
+
+
+def cmd_confirm(args: argparse.Namespace) -> int:
+    from tools.confirm import ConfirmationError
+
+    assistant = _open_assistant()
+    try:
+        action = assistant.reject(args.id) if args.reject else assistant.confirm(args.id)
+    except ConfirmationError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    finally:
+        assistant.close()
+    lines = [_action_line(action)]
+    if action.result is not None and not args.json:
+        lines.append(json.dumps(action.result, ensure_ascii=False))
+    _emit(args, action.as_dict(), lines)
+    return 0 if action.status in {"confirmed", "rejected"} else EXIT_ERROR
+
+
+def cmd_pending(args: argparse.Namespace) -> int:
+    assistant = _open_assistant()
+    try:
+        actions = assistant.pending.list()
+    finally:
+        assistant.close()
+    return _emit(
+        args,
+        [a.as_dict() for a in actions],
+        [_action_line(a) for a in actions],
+        empty="nothing is waiting for confirmation",
+    )
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
@@ -235,7 +310,14 @@ def _emit(args: argparse.Namespace, data: Any, lines: list[str], empty: str = ""
     return 0
 
 
-COMMANDS = {"ask": cmd_ask, "chat": cmd_chat, "trace": cmd_trace, "memory": cmd_memory}
+COMMANDS = {
+    "ask": cmd_ask,
+    "chat": cmd_chat,
+    "trace": cmd_trace,
+    "memory": cmd_memory,
+    "confirm": cmd_confirm,
+    "pending": cmd_pending,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -113,6 +113,14 @@ class Database:
         except sqlite3.Error as exc:
             raise StorageError(describe_sqlite_error(self.path, exc)) from exc
 
+    def update(self, sql: str, params: Sequence[object] = ()) -> int:
+        """Run one UPDATE/DELETE in its own transaction; returns how many rows it changed."""
+        try:
+            with self.lock, self.db.conn:
+                return self.db.conn.execute(sql, params).rowcount
+        except sqlite3.Error as exc:
+            raise StorageError(describe_sqlite_error(self.path, exc)) from exc
+
     def query(self, sql: str, params: Sequence[object] = ()) -> list[dict]:
         try:
             with self.lock:

@@ -73,6 +73,15 @@ class ToolContext:
     call_id: str = ""
     idempotency_key: str = ""
     unattended: bool = False
+    confirmed: bool = False
+
+
+@dataclass(frozen=True)
+class ActionPreview:
+    """What a dangerous call would change, shown to the user before they confirm (S2)."""
+
+    summary: str
+    diff: str | None = None
 
 
 def _strip_titles(schema: Any) -> Any:
@@ -101,6 +110,7 @@ class Tool:
     cacheable: bool = False
     takes_context: bool = False
     spread_args: bool = False
+    preview: Callable[[BaseModel, ToolContext], ActionPreview] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -125,6 +135,13 @@ class Tool:
                 "parameters": self.parameters_schema,
             },
         }
+
+    def describe(self, args: BaseModel, context: ToolContext) -> ActionPreview:
+        """The preview of a dangerous call; without a preview function, the call itself."""
+        if self.preview is not None:
+            return self.preview(args, context)
+        shown = args.model_dump_json(exclude_none=True)
+        return ActionPreview(summary=f"run {self.name} with {shown}")
 
     def invoke(self, args: BaseModel, context: ToolContext) -> Any:
         if self.spread_args:
@@ -160,12 +177,14 @@ def tool(
     sequential: bool = False,
     timeout_s: float | None = None,
     cacheable: bool | None = None,
+    preview: Callable[[BaseModel, ToolContext], ActionPreview] | None = None,
 ) -> Any:
     """Turn a typed function into a `Tool`.
 
     Either the function takes one parameter annotated with a `ToolArgs` subclass (plus an
     optional `context: ToolContext`), or its parameters themselves become the argument
-    model. Read-only tools are cacheable unless told otherwise.
+    model. Read-only tools are cacheable unless told otherwise. A `dangerous` tool runs
+    only after the user confirms; `preview` says what it would change.
     """
 
     def wrap(fn: Callable[..., Any]) -> Tool:
@@ -194,6 +213,7 @@ def tool(
             cacheable=read_only if cacheable is None else cacheable,
             takes_context=takes_context,
             spread_args=spread,
+            preview=preview,
         )
 
     return wrap(func) if func is not None else wrap

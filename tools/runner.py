@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from tools.base import Tool, ToolContext, ToolError
+from tools.confirm import PendingActions, pending_payload
 from tools.pool import Job, WorkerPool
 from tools.registry import ToolRegistry
 from tools.truncate import fit_result, to_json
@@ -29,6 +30,7 @@ from tools.truncate import fit_result, to_json
 log = logging.getLogger(__name__)
 
 MAX_ARGUMENT_CHARS = 100_000
+PENDING = "pending_confirmation"
 QUEUED_POLL_S = 0.05
 
 
@@ -75,7 +77,8 @@ class CallOutcome:
 
     @property
     def ok(self) -> bool:
-        return self.status == "ok"
+        """A pending confirmation is not a failure: nothing went wrong, nothing ran yet."""
+        return self.status in ("ok", PENDING)
 
 
 def _error_text(error: ValidationError) -> str:
@@ -103,9 +106,11 @@ class ToolRunner:
         default_timeout_s: float = 20.0,
         workers: int = 4,
         cache_ttl_s: float = 600.0,
+        pending: PendingActions | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.registry = registry
+        self.pending = pending
         self.result_budget = result_budget
         self.default_timeout_s = default_timeout_s
         self.cache_ttl_s = cache_ttl_s
@@ -207,7 +212,7 @@ class ToolRunner:
         for index, call in enumerate(calls):
             context = context_for(call)
             call.idempotency_key = context.idempotency_key
-            early = self._settle_without_running(call)
+            early = self._settle_without_running(call) or self._hold_for_confirmation(call, context)
             if early is not None:
                 outcomes[index] = early
                 continue
@@ -224,6 +229,22 @@ class ToolRunner:
         for index, original in duplicates.items():
             outcomes[index] = self._replay(calls[index], outcomes[original])
         return [outcome for outcome in outcomes if outcome is not None]
+
+    def _hold_for_confirmation(
+        self, call: PreparedCall, context: ToolContext
+    ) -> CallOutcome | None:
+        """A dangerous call becomes a pending action; it runs only when the user confirms."""
+        assert call.tool is not None and call.args is not None
+        if not call.tool.dangerous or context.confirmed:
+            return None
+        if self.pending is None:
+            payload = {
+                "error": "CONFIRMATION_UNAVAILABLE",
+                "detail": f"{call.name} needs the user's confirmation, which is not available here",
+            }
+            return self._outcome(call, "CONFIRMATION_UNAVAILABLE", payload)
+        action = self.pending.create(call.tool, call.args, context)
+        return self._outcome(call, PENDING, pending_payload(action))
 
     def _replay(self, call: PreparedCall, original: CallOutcome | None) -> CallOutcome:
         """A repeat of a call in the same batch shares the first one's result, not its effect."""

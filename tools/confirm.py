@@ -1,0 +1,230 @@
+"""Confirmation of dangerous actions (SPEC S2, V5).
+
+A dangerous call (overwrite, delete, move, anything flagged) never runs inside a turn:
+the runner stores it here as a pending action with a preview of what would change and
+the model gets the action id. Only the user runs it, by confirming (`assistant confirm
+ID`, a yes at the chat prompt, or the control API). Pending actions expire, and an
+unattended run (a job, a file trigger) can never confirm.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import sqlite_utils
+from pydantic import BaseModel, ValidationError
+
+from memory.db import Database, Migrations
+from tools.base import ActionPreview, Tool, ToolContext, ToolError
+from tools.registry import ToolRegistry
+
+DEFAULT_TTL_S = 15 * 60
+
+migrations = Migrations("confirmations")
+
+
+@migrations
+def m001_pending_actions(db: sqlite_utils.Database) -> None:
+    db.execute(
+        "CREATE TABLE pending_actions (id TEXT PRIMARY KEY, tool TEXT NOT NULL, version TEXT, "
+        "arguments TEXT NOT NULL, summary TEXT NOT NULL, diff TEXT, session TEXT, turn_id TEXT, "
+        "unattended INTEGER NOT NULL DEFAULT 0, created_at REAL NOT NULL, "
+        "expires_at REAL NOT NULL, status TEXT NOT NULL DEFAULT 'pending', result TEXT, "
+        "decided_at REAL)"
+    )
+
+
+class ConfirmationError(Exception):
+    """A confirmation that cannot go ahead; `code` says why (UNKNOWN, EXPIRED, ...)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class PendingAction:
+    id: str
+    tool: str
+    version: str | None
+    arguments: dict[str, Any]
+    summary: str
+    diff: str | None
+    session: str | None
+    turn_id: str | None
+    unattended: bool
+    created_at: float
+    expires_at: float
+    status: str
+    result: Any = None
+    decided_at: float | None = None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> PendingAction:
+        return cls(
+            **{
+                **row,
+                "arguments": json.loads(row["arguments"]),
+                "unattended": bool(row["unattended"]),
+                "result": json.loads(row["result"]) if row["result"] else None,
+            }
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class PendingActions:
+    def __init__(self, database: Database, *, ttl_s: float = DEFAULT_TTL_S) -> None:
+        self.database = database
+        self.ttl_s = ttl_s
+        database.migrate(migrations)
+
+    def create(self, tool: Tool, args: BaseModel, context: ToolContext) -> PendingAction:
+        preview: ActionPreview = tool.describe(args, context)
+        now = time.time()
+        action = PendingAction(
+            id=f"a_{uuid.uuid4().hex[:10]}",
+            tool=tool.name,
+            version=tool.version,
+            arguments=args.model_dump(mode="json"),
+            summary=preview.summary,
+            diff=preview.diff,
+            session=context.session or None,
+            turn_id=context.turn_id or None,
+            unattended=context.unattended,
+            created_at=now,
+            expires_at=now + self.ttl_s,
+            status="pending",
+        )
+        self.database.write(
+            "INSERT INTO pending_actions (id, tool, version, arguments, summary, diff, session, "
+            "turn_id, unattended, created_at, expires_at, status) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')",
+            (
+                action.id,
+                action.tool,
+                action.version,
+                json.dumps(action.arguments),
+                action.summary,
+                action.diff,
+                action.session,
+                action.turn_id,
+                action.unattended,
+                now,
+                action.expires_at,
+            ),
+        )
+        return action
+
+    def get(self, action_id: str) -> PendingAction | None:
+        rows = self.database.query("SELECT * FROM pending_actions WHERE id = ?", [action_id])
+        return PendingAction.from_row(rows[0]) if rows else None
+
+    def list(self, *, status: str | None = "pending") -> list[PendingAction]:
+        self._expire()
+        where, params = ("WHERE status = ?", [status]) if status else ("", [])
+        rows = self.database.query(
+            f"SELECT * FROM pending_actions {where} ORDER BY created_at DESC", params
+        )
+        return [PendingAction.from_row(row) for row in rows]
+
+    def _expire(self) -> None:
+        self.database.write(
+            "UPDATE pending_actions SET status = 'expired' WHERE status = 'pending' "
+            "AND expires_at <= ?",
+            (time.time(),),
+        )
+
+    def _decidable(self, action_id: str, *, unattended: bool) -> PendingAction:
+        if unattended:
+            raise ConfirmationError(
+                "UNATTENDED", "an unattended run (job or file trigger) cannot confirm actions"
+            )
+        self._expire()
+        action = self.get(action_id)
+        if action is None:
+            raise ConfirmationError("UNKNOWN", f"there is no pending action {action_id!r}")
+        if action.status == "expired":
+            raise ConfirmationError(
+                "EXPIRED", f"action {action_id} expired; ask again to get a fresh one"
+            )
+        if action.status != "pending":
+            raise ConfirmationError(
+                "ALREADY_DECIDED", f"action {action_id} was already {action.status}"
+            )
+        return action
+
+    def confirm(
+        self, action_id: str, registry: ToolRegistry, *, unattended: bool = False
+    ) -> PendingAction:
+        """Run the action now, exactly once; its result (or error) is stored with it."""
+        action = self._decidable(action_id, unattended=unattended)
+        tool = registry.get(action.tool)
+        if tool is None:
+            raise ConfirmationError("UNKNOWN_TOOL", f"the tool {action.tool!r} is not available")
+        claimed = self.database.update(
+            "UPDATE pending_actions SET status = 'running', decided_at = ? "
+            "WHERE id = ? AND status = 'pending'",
+            (time.time(), action_id),
+        )
+        if claimed != 1:
+            raise ConfirmationError("ALREADY_DECIDED", f"action {action_id} is being decided")
+        context = ToolContext(
+            session=action.session or "",
+            turn_id=action.turn_id or "",
+            call_id=action.id,
+            idempotency_key=action.id,
+            confirmed=True,
+        )
+        status = "failed"
+        try:
+            args = tool.args_model.model_validate(action.arguments)
+            value = tool.invoke(args, context)
+            result = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+            status = "confirmed"
+        except ToolError as exc:
+            result = exc.payload()
+        except (ValidationError, Exception) as exc:  # noqa: BLE001 - reported, not raised
+            result = {"error": "TOOL_EXCEPTION", "detail": f"{type(exc).__name__}: {exc}"}
+        self.database.write(
+            "UPDATE pending_actions SET status = ?, result = ? WHERE id = ?",
+            (status, json.dumps(result, ensure_ascii=False, default=str), action_id),
+        )
+        done = self.get(action_id)
+        assert done is not None
+        return done
+
+    def reject(self, action_id: str) -> PendingAction:
+        self._decidable(action_id, unattended=False)
+        self.database.write(
+            "UPDATE pending_actions SET status = 'rejected', decided_at = ? WHERE id = ?",
+            (time.time(), action_id),
+        )
+        rejected = self.get(action_id)
+        assert rejected is not None
+        return rejected
+
+
+def pending_payload(action: PendingAction) -> dict[str, Any]:
+    """What the model sees instead of a result: nothing happened yet, and why."""
+    note = (
+        "Nothing has changed yet. Tell the user exactly what would change and that it runs "
+        f"only when they confirm (assistant confirm {action.id})."
+    )
+    if action.unattended:
+        note += " This run is unattended and cannot confirm; the user may confirm it later."
+    payload: dict[str, Any] = {
+        "status": "pending_confirmation",
+        "action_id": action.id,
+        "would": action.summary,
+        "expires_in_s": round(action.expires_at - action.created_at),
+        "note": note,
+    }
+    if action.diff:
+        payload["diff"] = action.diff
+    return payload
