@@ -1,5 +1,6 @@
 """Our side of the loop-overhead benchmark: the full `Assistant` (traces and working memory
-persisted to SQLite in a temporary data directory) with a zero-latency scripted model."""
+persisted to SQLite in a temporary data directory, grounding check on, long-term memory
+off) with a zero-latency scripted model."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ def make_turn(
     home = home or Path(tempfile.mkdtemp(prefix="bench-ours-"))
     settings = load_settings({"ASSISTANT_HOME": str(home)})
     settings.loop.max_requests = 12
+    settings.memory.enabled = False  # long-term recall is measured in bench/memory_scale.py
     assistant = Assistant(settings, model=_looping_model(ROUNDS[scenario]), tools=[add])
     counter = itertools.count()
 
