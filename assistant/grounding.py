@@ -19,13 +19,13 @@ from tools.runner import CallOutcome
 
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 _PATH = re.compile(r"[\w\-./\u4e00-\u9fff]+\.md\b")
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])")
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?%?(?![\w])")
 _ENUMERATION = re.compile(r"(?m)^\s*\d+[.)、]\s")
 
 
 def _parse_number(token: str) -> float | None:
     try:
-        return float(token.replace(",", ""))
+        return float(token.replace(",", "").rstrip("%"))
     except ValueError:
         return None
 
@@ -51,8 +51,19 @@ def _walk(value: Any) -> Iterator[Any]:
         yield value
 
 
+def _list_lengths(value: Any) -> Iterator[float]:
+    """A count the model may state ("3 notes") is the length of a list it was shown."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _list_lengths(item)
+    elif isinstance(value, list | tuple):
+        yield float(len(value))
+        for item in value:
+            yield from _list_lengths(item)
+
+
 def _result_numbers(value: Any) -> list[float]:
-    numbers: list[float] = []
+    numbers: list[float] = list(_list_lengths(value))
     for leaf in _walk(value):
         if isinstance(leaf, bool):
             continue
@@ -66,10 +77,13 @@ def _result_numbers(value: Any) -> list[float]:
 def _agrees(stated: str, claimed: float, known: float) -> bool:
     if abs(claimed - known) <= 1e-9 * max(1.0, abs(known)):
         return True
-    decimals = len(stated.split(".", 1)[1]) if "." in stated and "e" not in stated.lower() else 0
+    digits = stated.rstrip("%")
+    decimals = len(digits.split(".", 1)[1]) if "." in digits and "e" not in digits.lower() else 0
     if round(known, decimals) == claimed:
         return True
-    return abs(known * 100 - claimed) <= 1e-9 * max(1.0, abs(claimed))
+    if stated.endswith("%"):  # 25% for a tool's 0.25
+        return round(known * 100, decimals) == claimed
+    return False
 
 
 def _close(claimed: float, known: float) -> bool:

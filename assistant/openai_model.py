@@ -1,13 +1,16 @@
 """`OpenAIChatModel`: any OpenAI-compatible chat-completions endpoint (SPEC O1).
 
-The SDK already retries 429, 5xx and connection errors with exponential backoff (and
-honours Retry-After); this class sets its timeout and retry count from the settings and
-turns every SDK failure into one of our `ModelError`s with a message naming the endpoint.
+Retries (429, 5xx, connection errors and timeouts) happen here, not in the SDK: with
+exponential backoff that honours Retry-After, and only while the caller's time budget
+lasts, so a turn's wall-clock bound also bounds its retries. Every failure becomes one
+of our `ModelError`s with a message naming the endpoint.
 """
 
 from __future__ import annotations
 
 import json
+import random
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,7 +40,7 @@ class OpenAIChatModel:
             base_url=settings.base_url,
             api_key=settings.api_key or "not-needed",
             timeout=settings.timeout_s,
-            max_retries=settings.max_retries,
+            max_retries=0,
         )
 
     def complete(
@@ -55,24 +58,52 @@ class OpenAIChatModel:
         }
         if tools:
             request["tools"] = list(tools)
-        if timeout_s is not None:
-            request["timeout"] = min(timeout_s, self.settings.timeout_s)
-        try:
-            completion = self._client.chat.completions.create(**request)
-        except self._openai.OpenAIError as exc:
-            raise self._translate(exc) from exc
-        return self._reply(completion, messages)
+        budget = self.settings.timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + budget
+        attempt = 0
+        while True:
+            wait_s = min(self.settings.timeout_s, max(deadline - time.monotonic(), 0.05))
+            try:
+                completion = self._client.chat.completions.create(**request, timeout=wait_s)
+            except self._openai.OpenAIError as exc:
+                error = self._translate(exc, wait_s, attempt)
+                pause = self._retry_pause(exc, attempt)
+                retryable = pause is not None and attempt < self.settings.max_retries
+                if not retryable or time.monotonic() + pause >= deadline:
+                    raise error from exc
+                time.sleep(pause)
+                attempt += 1
+                continue
+            return self._reply(completion, messages)
 
-    def _translate(self, exc: Exception) -> ModelError:
+    def _retry_pause(self, exc: Exception, attempt: int) -> float | None:
+        """Seconds to wait before retrying, or None when retrying cannot help."""
+        openai = self._openai
+        headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+        retryable = isinstance(exc, openai.APIConnectionError | openai.RateLimitError) or (
+            isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+        )
+        should_retry = str(headers.get("x-should-retry", "")).lower()
+        if should_retry in {"true", "false"}:  # the server's own word wins, as in the SDK
+            retryable = should_retry == "true"
+        if not retryable:
+            return None
+        for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+            try:
+                return min(float(headers[name]) * scale, 60.0)
+            except (KeyError, TypeError, ValueError):
+                continue
+        return min(0.5 * 2**attempt, 8.0) * (0.75 + random.random() / 2)
+
+    def _translate(self, exc: Exception, waited_s: float, retries: int) -> ModelError:
         openai, where = self._openai, f"{self.endpoint} (model {self.name})"
-        retries = self.settings.max_retries
         if isinstance(exc, openai.APITimeoutError):
-            return ModelTimeout(f"{where} did not answer within {self.settings.timeout_s:g} s")
+            return ModelTimeout(f"{where} did not answer within {waited_s:.3g} s")
         if isinstance(exc, openai.APIConnectionError):
             return ModelUnavailable(f"cannot reach {where}: {exc.__cause__ or exc}")
         if isinstance(exc, openai.RateLimitError):
             return ModelRateLimited(
-                f"{where} kept answering 429 (rate limited) after {retries} retries"
+                f"{where} kept answering 429 (rate limited); gave up after {retries} retries"
             )
         if isinstance(exc, openai.APIStatusError):
             detail = _error_message(exc)

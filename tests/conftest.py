@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -108,8 +109,9 @@ MakeAssistant = Callable[..., Assistant]
 def make_assistant(request, monkeypatch) -> Iterator[MakeAssistant]:
     """Build an `Assistant`: against the fake endpoint, or around a given model.
 
-    `make_assistant(tools=[...], max_retries=2, timeout_s=None, model=None, **loop_limits)`;
-    loop limits are set on `settings.loop` before the assistant is built.
+    `make_assistant(tools=[...], max_retries=2, timeout_s=None, model=None, home=None,
+    **loop_limits)`; loop limits are set on `settings.loop` before the assistant is built.
+    `home` gives it its own data directory (one assistant owns a directory at a time).
     """
     built: list[Assistant] = []
 
@@ -119,6 +121,7 @@ def make_assistant(request, monkeypatch) -> Iterator[MakeAssistant]:
         model: ChatModel | None = None,
         max_retries: int = 2,
         timeout_s: float | None = None,
+        home: Path | None = None,
         **limits: Any,
     ) -> Assistant:
         if model is None:
@@ -127,6 +130,8 @@ def make_assistant(request, monkeypatch) -> Iterator[MakeAssistant]:
             monkeypatch.setenv("OPENAI_API_KEY", "test")
             monkeypatch.setenv("ASSISTANT_MODEL", "fake-model")
         settings = load_settings()
+        if home is not None:
+            settings.home = home
         settings.model.max_retries = max_retries
         if timeout_s is not None:
             settings.model.timeout_s = timeout_s

@@ -13,7 +13,7 @@ import threading
 from typing import Any
 
 import pytest
-from fake_openai import assert_paired, calls, completion
+from fake_openai import assert_paired, calls, completion, delay
 
 from assistant.app import Assistant
 from assistant.outcome import StopReason
@@ -210,3 +210,31 @@ def test_a_turn_cancelled_before_it_starts_sends_no_request(make_assistant):
     assert outcome.stop_reason is StopReason.CANCELLED
     assert model.requests == []
     stored_history(assistant, outcome.session)
+
+
+def test_a_call_cut_off_by_the_turn_budget_is_not_reported_as_its_own_timeout(
+    make_assistant, never_set
+):
+    @tool
+    def archive_scan(folder: str) -> dict[str, Any]:
+        """Scan an archive folder. Call when the user asks what an archive holds."""
+        never_set.wait()
+        return {"files": 0}
+
+    model = ScriptedModel([scripted_calls(("archive_scan", {"folder": "old"})), text(WRAP_UP)])
+    assistant = make_assistant(
+        tools=[archive_scan], model=model, turn_timeout_s=0.5, tool_timeout_s=20
+    )
+    outcome = assistant.ask("scan the old archive")
+
+    detail = outcome.tool_calls[0].result["detail"]
+    assert "20 s" not in detail, detail
+
+
+def test_no_request_is_retried_once_the_turn_budget_is_spent(fake_openai, make_assistant):
+    fake_openai.script(*[delay(3, completion("too late")) for _ in range(3)])
+    assistant = make_assistant(max_retries=1, turn_timeout_s=0.5)
+    outcome = assistant.ask("hi")
+
+    assert outcome.stop_reason in {StopReason.TIMEOUT, StopReason.MODEL_ERROR}
+    assert len(fake_openai.requests) == 1

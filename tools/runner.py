@@ -337,7 +337,7 @@ class ToolRunner:
                 limit = self._limit(calls[index], waiting, deadline)
                 if limit is not None and now >= limit and not waiting.future.done():
                     self._pool.abandon(waiting)
-                    outcomes[index] = self._timeout(calls[index], waiting)
+                    outcomes[index] = self._timeout(calls[index], waiting, deadline)
                     del pending[index]
 
     def _limit(self, call: PreparedCall, job: Job, deadline: float | None) -> float | None:
@@ -370,13 +370,18 @@ class ToolRunner:
                 memo[self._memo_key(call)] = (self._clock() + ttl, payload)
         return self._outcome(call, "ok", payload, duration_ms)
 
-    def _timeout(self, call: PreparedCall, job: Job) -> CallOutcome:
+    def _timeout(self, call: PreparedCall, job: Job, deadline: float | None) -> CallOutcome:
         assert call.tool is not None
         if job.started_at is None:
             payload = {"error": "NOT_RUN", "detail": "the turn ran out of time before it started"}
             return self._outcome(call, "NOT_RUN", payload)
         seconds = call.tool.timeout_s or self.default_timeout_s
-        payload = {"error": "TIMEOUT", "detail": f"{call.name} did not finish within {seconds:g} s"}
+        own_limit = job.started_at + seconds
+        if deadline is not None and deadline < own_limit:
+            detail = f"{call.name} was stopped: the turn's time budget ran out"
+        else:
+            detail = f"{call.name} did not finish within {seconds:g} s"
+        payload = {"error": "TIMEOUT", "detail": detail}
         return self._outcome(call, "TIMEOUT", payload, (self._clock() - job.started_at) * 1000)
 
     def _outcome(
