@@ -1,7 +1,10 @@
 """`assistant` on the command line. Stdout carries only the answer (or one JSON object);
 logs and errors go to stderr, and errors exit non-zero.
 
-Imports stay light at module level: the heavy parts load only in the command that needs them.
+Every command runs in the daemon when one owns the data directory (through the light
+client, `assistant.client`), and in this process otherwise; both run the same operations
+(`assistant.commands`) and print the same data. Imports stay light at module level: the
+heavy parts load only in the command that needs them, and only in-process.
 """
 
 from __future__ import annotations
@@ -35,6 +38,10 @@ def _parser() -> argparse.ArgumentParser:
 
     chat = commands.add_parser("chat", help="a multi-turn conversation at a prompt")
     chat.add_argument("--session", help="continue this session (default: a new one)")
+
+    commands.add_parser("daemon", help="run the background daemon in the foreground")
+    status = commands.add_parser("status", help="model, daemon, jobs, watched folders, memory")
+    status.add_argument("--json", action="store_true")
 
     memory = commands.add_parser("memory", help="long-term memory: search, list, forget")
     memory_commands = memory.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
@@ -72,232 +79,38 @@ def _parser() -> argparse.ArgumentParser:
     trace.add_argument("turn", help="'last' or a turn id")
     trace.add_argument("--session", help="with 'last': the last turn of this session")
     trace.add_argument("--json", action="store_true", help="print one JSON object")
+
+    jobs = commands.add_parser("jobs", help="scheduled prompts: add, list, remove, run, history")
+    job_commands = jobs.add_subparsers(dest="jobs_command", metavar="ACTION", required=True)
+    add = job_commands.add_parser("add", help="schedule a prompt")
+    when = add.add_mutually_exclusive_group(required=True)
+    when.add_argument("--cron", metavar="EXPR", help="crontab: 'minute hour day month weekday'")
+    when.add_argument("--every", metavar="DURATION", help="an interval: 30s, 15m, 1h30m, 1d")
+    add.add_argument("--prompt", required=True, help="what to ask at each run")
+    add.add_argument("--name", help="the job's name (default: a generated one)")
+    add.add_argument("--json", action="store_true")
+    job_list = job_commands.add_parser("list", help="jobs with next run and last outcome")
+    job_list.add_argument("--json", action="store_true")
+    remove = job_commands.add_parser("remove", help="delete a job (its history stays)")
+    remove.add_argument("name")
+    remove.add_argument("--json", action="store_true")
+    run = job_commands.add_parser("run", help="run a job now and wait for it")
+    run.add_argument("name")
+    run.add_argument("--json", action="store_true")
+    history = job_commands.add_parser("history", help="recent runs (of one job)")
+    history.add_argument("name", nargs="?")
+    history.add_argument("--limit", type=int, default=20)
+    history.add_argument("--json", action="store_true")
+
+    watch = commands.add_parser("watch", help="file-triggered rules")
+    watch_commands = watch.add_subparsers(dest="watch_command", metavar="ACTION", required=True)
+    watch_list = watch_commands.add_parser("list", help="rules and recent triggers")
+    watch_list.add_argument("--json", action="store_true")
     return parser
 
 
 def _print_json(value: Any) -> None:
     print(json.dumps(value, ensure_ascii=False, indent=2, default=str))
-
-
-def _open_assistant() -> Any:
-    from assistant.app import Assistant
-    from assistant.config import load_settings
-
-    return Assistant(load_settings())
-
-
-def cmd_ask(args: argparse.Namespace) -> int:
-    assistant = _open_assistant()
-    try:
-        outcome = assistant.ask(" ".join(args.text), session=args.session)
-        if args.session is None:
-            assistant.end_session(outcome.session)
-    finally:
-        assistant.close()
-    if args.json:
-        _print_json({**outcome.as_dict(), "served_by": "in-process"})
-    elif outcome.ok:
-        print(outcome.answer)
-    if not outcome.ok:
-        print(f"error: {outcome.stop_detail}", file=sys.stderr)
-        return EXIT_ERROR
-    for call in outcome.tool_calls:
-        if call.status == "pending_confirmation":
-            action = call.result["action_id"]
-            print(f"pending: {call.result['would']} — run `assistant confirm {action}` to do it",
-                  file=sys.stderr)
-    if outcome.stop_reason.value != "final":
-        print(
-            f"note: stopped early ({outcome.stop_reason.value}): {outcome.stop_detail}",
-            file=sys.stderr,
-        )
-    return 0
-
-
-def cmd_chat(args: argparse.Namespace) -> int:
-    from assistant.app import new_session_id
-
-    assistant = _open_assistant()
-    session = args.session or new_session_id()
-    print(f"session {session} — empty line or Ctrl-D to leave", file=sys.stderr)
-    try:
-        while True:
-            try:
-                text = input("> ").strip()
-            except EOFError:
-                break
-            if not text or text in {"exit", "quit", "/exit", "/quit"}:
-                break
-            outcome = assistant.ask(text, session=session)
-            if outcome.ok:
-                print(outcome.answer, flush=True)
-            else:
-                print(f"error: {outcome.stop_detail}", file=sys.stderr, flush=True)
-            _offer_confirmations(assistant, outcome)
-    except KeyboardInterrupt:
-        print(file=sys.stderr)
-    finally:
-        try:
-            assistant.end_session(session)
-        finally:
-            assistant.close()
-    return 0
-
-
-def _offer_confirmations(assistant: Any, outcome: Any) -> None:
-    """A yes at the chat prompt confirms what the turn left pending (SPEC S2)."""
-    from tools.confirm import ConfirmationError
-
-    for call in outcome.tool_calls:
-        if call.status != "pending_confirmation":
-            continue
-        action_id = call.result["action_id"]
-        if call.result.get("diff"):
-            print(call.result["diff"], file=sys.stderr)
-        try:
-            reply = input(f"confirm: {call.result['would']}? [y/N] ").strip().lower()
-        except EOFError:
-            reply = ""
-        try:
-            if reply in {"y", "yes", "是", "好"}:
-                done = assistant.confirm(action_id)
-                print(f"{done.status}: {done.summary}", flush=True)
-            else:
-                assistant.reject(action_id)
-                print(f"rejected: nothing changed ({action_id})", flush=True)
-        except ConfirmationError as exc:
-            print(f"error: {exc}", file=sys.stderr, flush=True)
-
-
-def _action_line(action: Any) -> str:
-    when = time.strftime("%H:%M", time.localtime(action.created_at))
-    return f"{action.id}  {action.status:<9} {action.summary}  (from {action.tool}, {when})"
-
-
-def cmd_confirm(args: argparse.Namespace) -> int:
-    from tools.confirm import ConfirmationError
-
-    assistant = _open_assistant()
-    try:
-        action = assistant.reject(args.id) if args.reject else assistant.confirm(args.id)
-    except ConfirmationError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    finally:
-        assistant.close()
-    lines = [_action_line(action)]
-    if action.result is not None and not args.json:
-        lines.append(json.dumps(action.result, ensure_ascii=False))
-    _emit(args, action.as_dict(), lines)
-    return 0 if action.status in {"confirmed", "rejected"} else EXIT_ERROR
-
-
-def cmd_pending(args: argparse.Namespace) -> int:
-    assistant = _open_assistant()
-    try:
-        actions = assistant.pending.list()
-    finally:
-        assistant.close()
-    return _emit(
-        args,
-        [a.as_dict() for a in actions],
-        [_action_line(a) for a in actions],
-        empty="nothing is waiting for confirmation",
-    )
-
-
-def cmd_trace(args: argparse.Namespace) -> int:
-    from assistant.config import load_settings
-    from assistant.trace_view import render_turn
-    from assistant.traces import TraceStore
-    from memory.db import Database
-
-    settings = load_settings()
-    database = Database(settings.database_path)
-    try:
-        store = TraceStore(database)
-        turn_id = store.last_turn_id(args.session) if args.turn == "last" else args.turn
-        turn = store.turn(turn_id) if turn_id else None
-    finally:
-        database.close()
-    if turn is None:
-        what = "no turn has been recorded yet" if args.turn == "last" else f"no turn {args.turn!r}"
-        print(f"error: {what} in {settings.database_path}", file=sys.stderr)
-        return EXIT_ERROR
-    if args.json:
-        _print_json(turn)
-    else:
-        print(render_turn(turn))
-    return 0
-
-
-def _memory_row(conclusion: Any) -> dict[str, Any]:
-    row = conclusion.as_dict()
-    if row.get("score") is None:
-        row.pop("score", None)
-    return row
-
-
-def _memory_line(conclusion: Any) -> str:
-    day = time.strftime("%Y-%m-%d", time.localtime(conclusion.valid_from))
-    line = f"{conclusion.id}  [{conclusion.kind}] {conclusion.text}  ({conclusion.status}, {day})"
-    return line + (f"  score {conclusion.score:.4f}" if conclusion.score is not None else "")
-
-
-def cmd_memory(args: argparse.Namespace) -> int:
-    assistant = _open_assistant()
-    try:
-        if assistant.memory is None:
-            print("error: long-term memory is disabled ([memory] enabled = false)", file=sys.stderr)
-            return EXIT_ERROR
-        store = assistant.memory.store
-        action = args.memory_command
-        if action == "search":
-            statuses = ("active", "superseded", "retired") if args.all else ("active",)
-            kinds = [args.kind] if args.kind else None
-            tags = [args.tag] if args.tag else None
-            found = store.recall(
-                " ".join(args.query), args.k, kinds=kinds, tags=tags, statuses=statuses
-            )
-            return _emit(
-                args,
-                [_memory_row(c) for c in found],
-                [_memory_line(c) for c in found],
-                empty="no conclusion matches",
-            )
-        if action == "list":
-            status = None if args.status == "all" else args.status
-            found = store.list(status=status, limit=args.limit)
-            return _emit(
-                args,
-                [_memory_row(c) for c in found],
-                [_memory_line(c) for c in found],
-                empty="no conclusions stored",
-            )
-        if action == "show":
-            conclusion = store.get(args.id)
-            if conclusion is None:
-                print(f"error: no conclusion {args.id!r}", file=sys.stderr)
-                return EXIT_ERROR
-            history = store.history(args.id)
-            data = {**_memory_row(conclusion), "history": [_memory_row(c) for c in history]}
-            lines = [_memory_line(conclusion), *(f"  replaced {_memory_line(c)}" for c in history)]
-            return _emit(args, data, lines)
-        if action == "forget":
-            forgotten = store.forget(args.id)
-            if forgotten is None:
-                print(f"error: no active conclusion {args.id!r}", file=sys.stderr)
-                return EXIT_ERROR
-            return _emit(args, _memory_row(forgotten), [f"forgotten: {_memory_line(forgotten)}"])
-        if action == "reindex":
-            result = store.reindex()
-            print(f"reindexed: {result['added']} conclusions embedded", file=sys.stderr)
-            return 0
-        stats = store.stats()
-        lines = [f"{key}: {value}" for key, value in stats.items()]
-        return _emit(args, stats, lines)
-    finally:
-        assistant.close()
 
 
 def _emit(args: argparse.Namespace, data: Any, lines: list[str], empty: str = "") -> int:
@@ -310,13 +123,341 @@ def _emit(args: argparse.Namespace, data: Any, lines: list[str], empty: str = ""
     return 0
 
 
+class Backend:
+    """Where a command runs: the daemon that owns the data directory, or this process."""
+
+    def __init__(self) -> None:
+        from assistant.client import data_home, discover
+
+        self.client = discover(data_home(), notice=lambda text: print(text, file=sys.stderr))
+        self._local: Any = None
+
+    def __enter__(self) -> Backend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._local is not None:
+            self._local.close()
+
+    def call(self, operation: str, **params: Any) -> Any:
+        if self.client is not None:
+            return self.client.call(operation, params)
+        from assistant.commands import OPERATIONS, LocalServices
+
+        if self._local is None:
+            from assistant.config import load_settings
+
+            self._local = LocalServices(load_settings())
+        return OPERATIONS[operation](self._local, **params)
+
+
+def _call(operation: str, **params: Any) -> Any:
+    with Backend() as backend:
+        return backend.call(operation, **params)
+
+
+# -- turns ---------------------------------------------------------------------------------
+
+
+def _pending_notes(outcome: dict[str, Any]) -> None:
+    for call in outcome["tool_calls"]:
+        if call["status"] == "pending_confirmation":
+            action = call["result"]["action_id"]
+            print(
+                f"pending: {call['result']['would']} — run `assistant confirm {action}` to do it",
+                file=sys.stderr,
+            )
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    outcome = _call("ask", text=" ".join(args.text), session=args.session)
+    failed = outcome["stop_reason"] == "model_error"
+    if args.json:
+        _print_json(outcome)
+    elif not failed:
+        print(outcome["answer"])
+    if failed:
+        print(f"error: {outcome['stop_detail']}", file=sys.stderr)
+        return EXIT_ERROR
+    _pending_notes(outcome)
+    if outcome["stop_reason"] != "final":
+        print(
+            f"note: stopped early ({outcome['stop_reason']}): {outcome['stop_detail']}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    from assistant.app import new_session_id
+
+    session = args.session or new_session_id()
+    with Backend() as backend:
+        where = "through the daemon" if backend.client is not None else "in this process"
+        print(f"session {session} ({where}) — empty line or Ctrl-D to leave", file=sys.stderr)
+        try:
+            while True:
+                try:
+                    text = input("> ").strip()
+                except EOFError:
+                    break
+                if not text or text in {"exit", "quit", "/exit", "/quit"}:
+                    break
+                outcome = backend.call("ask", text=text, session=session)
+                if outcome["stop_reason"] != "model_error":
+                    print(outcome["answer"], flush=True)
+                else:
+                    print(f"error: {outcome['stop_detail']}", file=sys.stderr, flush=True)
+                _offer_confirmations(backend, outcome)
+        except KeyboardInterrupt:
+            print(file=sys.stderr)
+        finally:
+            backend.call("end_session", session=session)
+    return 0
+
+
+def _offer_confirmations(backend: Backend, outcome: dict[str, Any]) -> None:
+    """A yes at the chat prompt confirms what the turn left pending (SPEC S2)."""
+    from assistant.commands import CommandError
+
+    for call in outcome["tool_calls"]:
+        if call["status"] != "pending_confirmation":
+            continue
+        action_id = call["result"]["action_id"]
+        if call["result"].get("diff"):
+            print(call["result"]["diff"], file=sys.stderr)
+        try:
+            reply = input(f"confirm: {call['result']['would']}? [y/N] ").strip().lower()
+        except EOFError:
+            reply = ""
+        try:
+            if reply in {"y", "yes", "是", "好"}:
+                done = backend.call("confirm", id=action_id)
+                print(f"{done['status']}: {done['summary']}", flush=True)
+            else:
+                backend.call("reject", id=action_id)
+                print(f"rejected: nothing changed ({action_id})", flush=True)
+        except CommandError as exc:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+
+
+def cmd_daemon(args: argparse.Namespace) -> int:
+    from assistant.config import load_settings
+    from assistant.daemon.process import run
+
+    return run(load_settings(), verbose=args.verbose)
+
+
+# -- confirmations and traces -----------------------------------------------------------------
+
+
+def _when(epoch: float | None, fmt: str = "%H:%M") -> str:
+    return time.strftime(fmt, time.localtime(epoch)) if epoch else "-"
+
+
+def _action_line(action: dict[str, Any]) -> str:
+    return (
+        f"{action['id']}  {action['status']:<9} {action['summary']}  "
+        f"(from {action['tool']}, {_when(action['created_at'])})"
+    )
+
+
+def cmd_confirm(args: argparse.Namespace) -> int:
+    action = _call("reject" if args.reject else "confirm", id=args.id)
+    lines = [_action_line(action)]
+    if action.get("result") is not None and not args.json:
+        lines.append(json.dumps(action["result"], ensure_ascii=False))
+    _emit(args, action, lines)
+    return 0 if action["status"] in {"confirmed", "rejected"} else EXIT_ERROR
+
+
+def cmd_pending(args: argparse.Namespace) -> int:
+    actions = _call("pending")
+    return _emit(
+        args,
+        actions,
+        [_action_line(a) for a in actions],
+        empty="nothing is waiting for confirmation",
+    )
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    turn = _call("trace", turn=args.turn, session=args.session)
+    if args.json:
+        _print_json(turn)
+    else:
+        from assistant.trace_view import render_turn
+
+        print(render_turn(turn))
+    return 0
+
+
+# -- memory -------------------------------------------------------------------------------------
+
+
+def _memory_line(conclusion: dict[str, Any]) -> str:
+    day = _when(conclusion["valid_from"], "%Y-%m-%d")
+    line = (
+        f"{conclusion['id']}  [{conclusion['kind']}] {conclusion['text']}  "
+        f"({conclusion['status']}, {day})"
+    )
+    score = conclusion.get("score")
+    return line + (f"  score {score:.4f}" if score is not None else "")
+
+
+def cmd_memory(args: argparse.Namespace) -> int:
+    action = args.memory_command
+    if action == "search":
+        found = _call(
+            "memory_search",
+            query=" ".join(args.query),
+            k=args.k,
+            kind=args.kind,
+            tag=args.tag,
+            include_all=args.all,
+        )
+        lines = [_memory_line(c) for c in found]
+        return _emit(args, found, lines, empty="no conclusion matches")
+    if action == "list":
+        found = _call("memory_list", status=args.status, limit=args.limit)
+        lines = [_memory_line(c) for c in found]
+        return _emit(args, found, lines, empty="no conclusions stored")
+    if action == "show":
+        shown = _call("memory_show", id=args.id)
+        lines = [_memory_line(shown)]
+        lines += [f"  replaced {_memory_line(c)}" for c in shown["history"]]
+        return _emit(args, shown, lines)
+    if action == "forget":
+        forgotten = _call("memory_forget", id=args.id)
+        return _emit(args, forgotten, [f"forgotten: {_memory_line(forgotten)}"])
+    if action == "reindex":
+        result = _call("memory_reindex")
+        print(f"reindexed: {result['added']} conclusions embedded", file=sys.stderr)
+        return 0
+    stats = _call("memory_stats")
+    return _emit(args, stats, [f"{key}: {value}" for key, value in stats.items()])
+
+
+# -- jobs, watch, status ----------------------------------------------------------------------
+
+
+def _run_line(run: dict[str, Any] | None) -> str:
+    if not run:
+        return "never run"
+    reason = f" ({run['stop_reason']})" if run.get("stop_reason") else ""
+    return f"{run['status']}{reason} at {run['started']}"
+
+
+def _job_line(job: dict[str, Any]) -> str:
+    last = _run_line(job.get("last_run")) if "last_run" in job else ""
+    return (
+        f"{job['name']}  {job['schedule']}  next {job['next_run'] or '-'}"
+        + (f"  last: {last}" if last else "")
+        + f"\n    {job['prompt']}"
+    )
+
+
+def _history_line(run: dict[str, Any]) -> str:
+    reason = f" ({run['stop_reason']})" if run.get("stop_reason") else ""
+    answer = (run.get("outcome") or run.get("error") or "").replace("\n", " ")
+    return f"{run['started']}  {run['job']}  {run['status']}{reason}  {answer[:80]}".rstrip()
+
+
+def cmd_jobs(args: argparse.Namespace) -> int:
+    action = args.jobs_command
+    if action == "add":
+        job = _call(
+            "jobs_add", prompt=args.prompt, cron=args.cron, every=args.every, name=args.name
+        )
+        return _emit(args, job, [f"added: {_job_line(job)}"])
+    if action == "list":
+        jobs = _call("jobs_list")
+        return _emit(args, jobs, [_job_line(j) for j in jobs], empty="no jobs scheduled")
+    if action == "remove":
+        job = _call("jobs_remove", name=args.name)
+        return _emit(args, job, [f"removed: {job['name']}"])
+    if action == "run":
+        run = _call("jobs_run", name=args.name)
+        _emit(args, run, [_history_line(run)])
+        return 0 if run["status"] == "ok" else EXIT_ERROR
+    runs = _call("jobs_history", name=args.name, limit=args.limit)
+    return _emit(args, runs, [_history_line(r) for r in runs], empty="no runs recorded")
+
+
+def _rule_line(rule: dict[str, Any]) -> str:
+    return f"{rule['glob']}  on {','.join(rule['on'])}  debounce {rule['debounce_s']:g}s" + (
+        f"\n    {rule['prompt']}"
+    )
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    state = _call("watch_list")
+    vault = state["vault"] or "(no vault configured)"
+    lines = [f"vault: {vault} ({'watching' if state['watching'] else 'not watching'})"]
+    lines += [_rule_line(rule) for rule in state["rules"]] or ["no [[watch]] rules"]
+    if state.get("note"):
+        lines.append(state["note"])
+    for entry in state["recent"]:
+        lines.append(f"{entry['at']}  {entry['event']:<10} {entry['path']}  {entry['status']}")
+    return _emit(args, state, lines)
+
+
+def _status_lines(data: dict[str, Any]) -> list[str]:
+    daemon = data["daemon"]
+    if daemon["running"]:
+        lines = [
+            f"daemon: running, pid {daemon['pid']}, up {daemon['uptime_s']:.0f} s, "
+            f"API {data['api_url']}"
+        ]
+        queue = data["queue"]
+        lines.append(
+            f"queue: {queue['running']} running, {queue['waiting']} waiting "
+            f"(at most {queue['max_concurrent_turns']} at once)"
+        )
+    else:
+        lines = ["daemon: not running (this command ran in-process)"]
+    model = data["model"]
+    where = "offline planner" if model["offline"] else f"{model['name']} at {model['endpoint']}"
+    lines.append(f"model: {where}")
+    lines.append(f"jobs: {len(data['jobs'])}")
+    lines += ["  " + _job_line(job).replace("\n", "\n  ") for job in data["jobs"]]
+    watch = data["watch"]
+    lines.append(
+        f"watch: {watch['vault'] or '(no vault)'} "
+        f"({'watching' if watch['watching'] else 'not watching'}), {len(watch['rules'])} rule(s)"
+    )
+    lines += ["  " + _rule_line(rule).replace("\n", "\n  ") for rule in watch["rules"]]
+    index = data["index"]
+    lines.append(
+        f"index: conclusion vectors {index['conclusion_vectors']}"
+        + (f"; vault {index['vault']}" if index.get("vault") else "")
+    )
+    memory = data["memory"]
+    if memory is not None:
+        lines.append(
+            f"memory: {memory['active']} active, {memory['superseded']} superseded, "
+            f"{memory['retired']} retired"
+        )
+    lines.append(f"data: {data['data_dir']}")
+    return lines
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    data = _call("status")
+    return _emit(args, data, _status_lines(data))
+
+
 COMMANDS = {
     "ask": cmd_ask,
     "chat": cmd_chat,
+    "daemon": cmd_daemon,
+    "status": cmd_status,
     "trace": cmd_trace,
     "memory": cmd_memory,
     "confirm": cmd_confirm,
     "pending": cmd_pending,
+    "jobs": cmd_jobs,
+    "watch": cmd_watch,
 }
 
 

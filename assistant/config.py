@@ -7,17 +7,19 @@ naming the file, the key and what is wrong.
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
+import string
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from assistant.errors import ConfigError
 
-APP_NAME = "assistant"
 CONFIG_FILE_NAME = "config.toml"
 
 
@@ -75,11 +77,102 @@ class MemorySettings(_Section):
     token_budget: int = Field(6000, ge=500)
 
 
+class DaemonSettings(_Section):
+    """The long-running process (SPEC D1, D4, D5): its work queue, control API and logs."""
+
+    max_concurrent_turns: int = Field(2, ge=1, le=64, description="Turns running at once.")
+    model_concurrency: int = Field(2, ge=1, le=64, description="Model requests at once.")
+    host: str = Field("127.0.0.1", description="Control API address; loopback only (S6).")
+    port: int = Field(0, ge=0, le=65535, description="Control API port; 0 picks a free one.")
+    log_max_bytes: int = Field(5_000_000, ge=10_000, description="Size of one log file.")
+    log_backups: int = Field(3, ge=0, le=100, description="Rotated log files kept.")
+    shutdown_timeout_s: float = Field(30.0, gt=0, description="Wait for cancelled turns.")
+    watch_debounce_s: float = Field(1.0, ge=0, description="Quiet time before a file counts.")
+    recent_triggers: int = Field(50, ge=1, le=10_000, description="File events kept for status.")
+
+    @field_validator("host")
+    @classmethod
+    def _loopback_only(cls, host: str) -> str:
+        try:
+            loopback = ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = False
+        if not loopback:
+            raise ValueError(
+                "the control API binds to a loopback address only (SPEC S6), such as "
+                "127.0.0.1 or ::1; refusing to listen on another address"
+            )
+        return host
+
+
+class JobSettings(_Section):
+    """Defaults of scheduled jobs (SPEC D2)."""
+
+    timezone: str | None = Field(None, description="IANA zone; default: the machine's zone.")
+    misfire_grace_s: int = Field(300, ge=1, description="How late a missed run may still run.")
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, zone: str | None) -> str | None:
+        if zone is not None:
+            from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+            try:
+                ZoneInfo(zone)
+            except (ZoneInfoNotFoundError, ValueError) as exc:
+                raise ValueError(f"unknown time zone {zone!r}") from exc
+        return zone
+
+
+WATCH_FIELDS = frozenset({"path", "title", "folder"})
+WATCH_EVENTS = ("created", "modified", "moved")
+
+
+class WatchRule(_Section):
+    """`[[watch]]`: when a vault file matching `glob` changes, run `prompt` (SPEC D3)."""
+
+    glob: str = Field(description="Relative to the vault, e.g. 'Inbox/*.md'; '**' spans folders.")
+    prompt: str = Field(description="Template with {path}, {title} and {folder}.")
+    debounce_s: float | None = Field(None, ge=0, description="Default: [daemon] watch_debounce_s.")
+    on: list[Literal["created", "modified", "moved"]] = Field(
+        default_factory=lambda: list(WATCH_EVENTS)
+    )
+
+    @field_validator("glob")
+    @classmethod
+    def _relative_glob(cls, glob: str) -> str:
+        glob = glob.replace("\\", "/").strip()
+        if not glob or glob.startswith("/") or re.match(r"^[A-Za-z]:", glob):
+            raise ValueError("the glob must be relative to the vault, like 'Inbox/*.md'")
+        if ".." in glob.split("/"):
+            raise ValueError("the glob must stay inside the vault (no '..')")
+        return glob
+
+    @field_validator("prompt")
+    @classmethod
+    def _known_fields(cls, prompt: str) -> str:
+        try:
+            fields = {name for _, name, _, _ in string.Formatter().parse(prompt) if name}
+        except ValueError as exc:
+            raise ValueError(
+                f"not a valid template ({exc}); write literal braces as {{{{ }}}}"
+            ) from None
+        unknown = fields - WATCH_FIELDS
+        if unknown:
+            raise ValueError(
+                f"unknown placeholder(s) {sorted(unknown)}; use {{path}}, {{title}}, {{folder}}"
+            )
+        return prompt
+
+
 class Settings(_Section):
     home: Path
     model: ModelSettings = Field(default_factory=ModelSettings)
     loop: LoopLimits = Field(default_factory=LoopLimits)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    daemon: DaemonSettings = Field(default_factory=DaemonSettings)
+    jobs: JobSettings = Field(default_factory=JobSettings)
+    watch: list[WatchRule] = Field(default_factory=list)
     vault: Path | None = None
     debug: bool = False
     config_file: Path | None = None
@@ -95,12 +188,11 @@ class Settings(_Section):
 
 
 def default_home(environ: Mapping[str, str] | None = None) -> Path:
-    environ = os.environ if environ is None else environ
-    if environ.get("ASSISTANT_HOME"):
-        return Path(environ["ASSISTANT_HOME"]).expanduser()
-    from platformdirs import user_data_dir
+    """The rule lives with the light client, which must find the data directory without
+    importing pydantic (it runs on every CLI call to a daemon)."""
+    from assistant.client import data_home
 
-    return Path(user_data_dir(APP_NAME, appauthor=False))
+    return data_home(environ)
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:

@@ -1,0 +1,213 @@
+"""The light client: finds the daemon that owns the data directory and calls its API.
+
+Every CLI command goes through here first, so it imports only the standard library and
+`assistant.commands` (light at module level): no pydantic, chromadb, openai or fastapi
+(tests/test_daemon_client.py holds that). The daemon publishes `api.json` (url, pid,
+started) once its API answers, and a bearer token in `api.token` (0600). A file left by a
+dead process means no daemon; a live daemon that is still starting is waited for.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assistant.commands import CommandError
+
+APP_NAME = "assistant"
+API_FILE = "api.json"
+TOKEN_FILE = "api.token"
+OWNER_FILE = "assistant.pid"  # memory.lock.PID_NAME: "PID ROLE", read without filelock
+HEALTH_TIMEOUT_S = 3.0
+CALL_TIMEOUT_S = 60.0
+LONG_TIMEOUT_S = 3600.0  # a turn is bounded by the daemon ([loop] turn_timeout_s)
+
+# operation -> (method, path); path fields come from the parameters of the same name,
+# the rest go in the query string (GET, DELETE) or the JSON body (POST).
+ROUTES: dict[str, tuple[str, str]] = {
+    "status": ("GET", "/status"),
+    "ask": ("POST", "/ask"),
+    "sessions": ("GET", "/sessions"),
+    "end_session": ("POST", "/sessions/{session}/end"),
+    "memory_search": ("GET", "/memory/search"),
+    "memory_list": ("GET", "/memory"),
+    "memory_stats": ("GET", "/memory/stats"),
+    "memory_reindex": ("POST", "/memory/reindex"),
+    "memory_show": ("GET", "/memory/{id}"),
+    "memory_forget": ("POST", "/memory/{id}/forget"),
+    "pending": ("GET", "/pending"),
+    "confirm": ("POST", "/pending/{id}/confirm"),
+    "reject": ("POST", "/pending/{id}/reject"),
+    "trace": ("GET", "/traces/{turn}"),
+    "jobs_list": ("GET", "/jobs"),
+    "jobs_add": ("POST", "/jobs"),
+    "jobs_history": ("GET", "/jobs/history"),
+    "jobs_remove": ("DELETE", "/jobs/{name}"),
+    "jobs_run": ("POST", "/jobs/{name}/run"),
+    "watch_list": ("GET", "/watch"),
+}
+LONG_OPERATIONS = frozenset({"ask", "end_session", "jobs_run", "memory_reindex", "confirm"})
+
+
+def data_home(environ: Mapping[str, str] | None = None) -> Path:
+    """`ASSISTANT_HOME`, else the platform's user data directory."""
+    environ = os.environ if environ is None else environ
+    if environ.get("ASSISTANT_HOME"):
+        return Path(environ["ASSISTANT_HOME"]).expanduser()
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir(APP_NAME, appauthor=False))
+
+
+def pid_alive(pid: int) -> bool:
+    if os.name == "nt":  # os.kill(pid, 0) would send CTRL_C_EVENT there: let /health decide
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def _query_value(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+@dataclass(frozen=True)
+class DaemonClient:
+    url: str
+    token: str
+    pid: int
+
+    def call(self, operation: str, params: Mapping[str, Any] | None = None) -> Any:
+        """Run an operation of `assistant.commands` in the daemon; its data, or CommandError."""
+        method, template = ROUTES[operation]
+        rest = {k: v for k, v in (params or {}).items() if v is not None}
+        fields = {}
+        for name in [part.split("}")[0] for part in template.split("{")[1:]]:
+            fields[name] = urllib.parse.quote(str(rest.pop(name)), safe="")
+        path = template.format(**fields)
+        timeout = LONG_TIMEOUT_S if operation in LONG_OPERATIONS else CALL_TIMEOUT_S
+        if method in ("GET", "DELETE"):
+            return self.request(method, path, query=rest, timeout_s=timeout)
+        return self.request(method, path, body=rest, timeout_s=timeout)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        timeout_s: float = CALL_TIMEOUT_S,
+    ) -> Any:
+        url = self.url + path
+        if query:
+            url += "?" + urllib.parse.urlencode({k: _query_value(v) for k, v in query.items()})
+        request = urllib.request.Request(
+            url,
+            data=None if body is None else json.dumps(body).encode("utf-8"),
+            method=method,
+            headers={
+                "Authorization": f"Bearer {self.token}",
+                "Content-Type": "application/json",
+                "Accept": "application/json",
+            },
+        )
+        # No proxy: the daemon is on loopback, and a proxy must never see the token.
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        try:
+            with opener.open(request, timeout=timeout_s) as response:
+                payload = response.read()
+        except urllib.error.HTTPError as exc:
+            raise _error_from(exc) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise CommandError(
+                "DAEMON_UNREACHABLE",
+                f"the daemon (pid {self.pid}) at {self.url} did not answer: {reason}",
+                503,
+            ) from None
+        return json.loads(payload) if payload else None
+
+    def healthy(self) -> bool:
+        try:
+            answer = self.request("GET", "/health", timeout_s=HEALTH_TIMEOUT_S)
+        except CommandError:
+            return False
+        return isinstance(answer, dict) and answer.get("pid") == self.pid
+
+
+def _error_from(exc: urllib.error.HTTPError) -> CommandError:
+    try:
+        data = json.loads(exc.read() or b"{}")
+    except ValueError:
+        data = {}
+    detail = data.get("detail") if isinstance(data, dict) else None
+    if not isinstance(detail, str):  # FastAPI's validation errors are a list
+        detail = json.dumps(detail, ensure_ascii=False) if detail else exc.reason
+    code = data.get("error") if isinstance(data, dict) else None
+    return CommandError(code or f"HTTP_{exc.code}", detail, exc.code)
+
+
+def published(home: Path) -> DaemonClient | None:
+    """The daemon `api.json` names, if its process is alive and its token is readable."""
+    try:
+        info = json.loads((home / API_FILE).read_text(encoding="utf-8"))
+        pid, url = int(info["pid"]), str(info["url"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not pid_alive(pid):
+        return None
+    try:
+        token = (home / TOKEN_FILE).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return DaemonClient(url=url, token=token, pid=pid)
+
+
+def starting_daemon(home: Path) -> int | None:
+    """The PID of a live daemon that holds the data directory, per its owner file."""
+    try:
+        fields = (home / OWNER_FILE).read_text(encoding="utf-8").split()
+    except OSError:
+        return None
+    if len(fields) < 2 or fields[1] != "daemon" or not fields[0].isdigit():
+        return None
+    pid = int(fields[0])
+    return pid if pid != os.getpid() and pid_alive(pid) else None
+
+
+def discover(
+    home: Path, *, wait_s: float = 60.0, notice: Callable[[str], None] | None = None
+) -> DaemonClient | None:
+    """The running daemon of `home`, or None when commands should run in this process.
+
+    A daemon that owns the directory but has not published its API yet (it is starting,
+    or stopping) is waited for, up to `wait_s`.
+    """
+    deadline = time.monotonic() + wait_s
+    told = False
+    while True:
+        client = published(home)
+        if client is not None and client.healthy():
+            return client
+        pid = starting_daemon(home)
+        if pid is None or time.monotonic() >= deadline:
+            return None
+        if notice is not None and not told:
+            notice(f"waiting for the daemon (pid {pid}) to start or stop")
+            told = True
+        time.sleep(0.1)

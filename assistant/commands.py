@@ -1,0 +1,374 @@
+"""The operations behind the CLI commands and the control API, each returning JSON-able
+data, so the CLI prints the same thing whether the daemon or this process served it.
+
+An operation receives `Services`: the daemon's (`assistant.daemon.process.Daemon`) or
+`LocalServices`, opened in this process for one CLI command when no daemon owns the data
+directory. The module level stays light: the CLI client imports `CommandError` from here
+on every call, so each operation imports what it needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from assistant.errors import AssistantError
+
+if TYPE_CHECKING:
+    from assistant.app import Assistant
+    from assistant.config import Settings
+    from assistant.daemon.jobs import JobBook, RunHistory
+    from assistant.outcome import TurnOutcome
+    from assistant.traces import TraceStore
+    from memory.conclusions import Conclusion, ConclusionStore
+
+
+class CommandError(AssistantError):
+    """An operation that cannot be done; `code` names why, `status` is its HTTP status."""
+
+    def __init__(self, code: str, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.code = code
+        self.status = status
+
+
+class Services(Protocol):
+    """What the operations act on."""
+
+    served_by: str
+    settings: Settings
+
+    @property
+    def assistant(self) -> Assistant: ...
+
+    @property
+    def traces(self) -> TraceStore: ...
+
+    @property
+    def jobs(self) -> JobBook: ...
+
+    @property
+    def job_history(self) -> RunHistory: ...
+
+    def run_turn(self, text: str, *, session: str | None, end_session: bool) -> TurnOutcome: ...
+
+    def end_session(self, session: str) -> int: ...
+
+    def run_job(self, name: str) -> dict[str, Any]: ...
+
+    def watch_state(self) -> dict[str, Any]: ...
+
+    def runtime(self) -> dict[str, Any]: ...
+
+
+# -- turns and sessions -------------------------------------------------------------------------
+
+
+def ask(services: Services, text: str, session: str | None = None) -> dict[str, Any]:
+    """One turn; a turn without a session is a one-shot session, ended (M9) right after."""
+    if not text.strip():
+        raise CommandError("EMPTY", "the question is empty")
+    outcome = services.run_turn(text, session=session, end_session=session is None)
+    return {**outcome.as_dict(), "served_by": services.served_by}
+
+
+def end_session(services: Services, session: str) -> dict[str, Any]:
+    return {"session": session, "conclusions_stored": services.end_session(session)}
+
+
+def sessions(services: Services, limit: int = 50) -> list[dict[str, Any]]:
+    return services.assistant.working.sessions()[:limit]
+
+
+# -- long-term memory -----------------------------------------------------------------------------
+
+
+def _store(services: Services) -> ConclusionStore:
+    memory = services.assistant.memory
+    if memory is None:
+        raise CommandError(
+            "MEMORY_DISABLED", "long-term memory is disabled ([memory] enabled = false)", 409
+        )
+    return memory.store
+
+
+def _row(conclusion: Conclusion) -> dict[str, Any]:
+    row = conclusion.as_dict()
+    if row.get("score") is None:
+        row.pop("score", None)
+    return row
+
+
+def memory_search(
+    services: Services,
+    query: str,
+    k: int = 10,
+    kind: str | None = None,
+    tag: str | None = None,
+    include_all: bool = False,
+) -> list[dict[str, Any]]:
+    statuses = ("active", "superseded", "retired") if include_all else ("active",)
+    found = _store(services).recall(
+        query,
+        k,
+        kinds=[kind] if kind else None,
+        tags=[tag] if tag else None,
+        statuses=statuses,
+    )
+    return [_row(c) for c in found]
+
+
+def memory_list(
+    services: Services, status: str = "active", limit: int = 50
+) -> list[dict[str, Any]]:
+    chosen = None if status == "all" else status
+    return [_row(c) for c in _store(services).list(status=chosen, limit=limit)]
+
+
+def memory_show(services: Services, id: str) -> dict[str, Any]:
+    store = _store(services)
+    conclusion = store.get(id)
+    if conclusion is None:
+        raise CommandError("NOT_FOUND", f"no conclusion {id!r}", 404)
+    return {**_row(conclusion), "history": [_row(c) for c in store.history(id)]}
+
+
+def memory_forget(services: Services, id: str) -> dict[str, Any]:
+    forgotten = _store(services).forget(id)
+    if forgotten is None:
+        raise CommandError("NOT_FOUND", f"no active conclusion {id!r}", 404)
+    return _row(forgotten)
+
+
+def memory_reindex(services: Services) -> dict[str, Any]:
+    return _store(services).reindex()
+
+
+def memory_stats(services: Services) -> dict[str, Any]:
+    return _store(services).stats()
+
+
+# -- confirmations (S2) -------------------------------------------------------------------------
+
+
+def pending(services: Services) -> list[dict[str, Any]]:
+    return [action.as_dict() for action in services.assistant.pending.list()]
+
+
+def _decide(services: Services, id: str, decide: Callable[[str], Any]) -> dict[str, Any]:
+    from tools.confirm import ConfirmationError
+
+    try:
+        return decide(id).as_dict()
+    except ConfirmationError as exc:
+        raise CommandError(exc.code, str(exc), 404 if exc.code == "UNKNOWN" else 409) from None
+
+
+def confirm(services: Services, id: str) -> dict[str, Any]:
+    return _decide(services, id, services.assistant.confirm)
+
+
+def reject(services: Services, id: str) -> dict[str, Any]:
+    return _decide(services, id, services.assistant.reject)
+
+
+# -- traces (T) ---------------------------------------------------------------------------------
+
+
+def trace(services: Services, turn: str = "last", session: str | None = None) -> dict[str, Any]:
+    store = services.traces
+    turn_id = store.last_turn_id(session) if turn == "last" else turn
+    found = store.turn(turn_id) if turn_id else None
+    if found is None:
+        what = "no turn has been recorded yet" if turn == "last" else f"no turn {turn!r}"
+        raise CommandError("NOT_FOUND", f"{what} in {services.settings.database_path}", 404)
+    return found
+
+
+# -- jobs (D2) ------------------------------------------------------------------------------------
+
+
+def jobs_add(
+    services: Services,
+    prompt: str,
+    cron: str | None = None,
+    every: str | None = None,
+    name: str | None = None,
+) -> dict[str, Any]:
+    return services.jobs.add(name, prompt, cron=cron, every=every)
+
+
+def jobs_list(services: Services) -> list[dict[str, Any]]:
+    history = services.job_history
+    return [{**job, "last_run": history.last(job["name"])} for job in services.jobs.list()]
+
+
+def jobs_remove(services: Services, name: str) -> dict[str, Any]:
+    return services.jobs.remove(name)
+
+
+def jobs_run(services: Services, name: str) -> dict[str, Any]:
+    return services.run_job(name)
+
+
+def jobs_history(
+    services: Services, name: str | None = None, limit: int = 20
+) -> list[dict[str, Any]]:
+    return services.job_history.recent(name, limit)
+
+
+# -- watch (D3) and status (D6) ---------------------------------------------------------------
+
+
+def watch_list(services: Services) -> dict[str, Any]:
+    return services.watch_state()
+
+
+def status(services: Services) -> dict[str, Any]:
+    settings = services.settings
+    assistant = services.assistant
+    runtime = services.runtime()
+    memory = assistant.memory
+    vault_index = getattr(assistant, "vault_index", None)
+    vault_status = getattr(vault_index, "status", None)
+    return {
+        "served_by": services.served_by,
+        "daemon": runtime,
+        "api_url": runtime.get("api_url"),
+        "data_dir": str(settings.home),
+        "model": {
+            "endpoint": settings.model.base_url,
+            "name": assistant.model.name,
+            "offline": assistant.offline,
+        },
+        "jobs": jobs_list(services),
+        "watch": {k: v for k, v in services.watch_state().items() if k != "recent"},
+        "index": {
+            "conclusion_vectors": "open"
+            if memory is not None and getattr(memory.vectors, "loaded", True)
+            else ("not opened" if memory is not None else "disabled"),
+            "vault": vault_status() if callable(vault_status) else None,
+        },
+        "memory": memory.store.stats() if memory is not None else None,
+        "queue": runtime.get("queue"),
+        "uptime_s": runtime.get("uptime_s"),
+    }
+
+
+OPERATIONS: dict[str, Callable[..., Any]] = {
+    "ask": ask,
+    "end_session": end_session,
+    "sessions": sessions,
+    "memory_search": memory_search,
+    "memory_list": memory_list,
+    "memory_show": memory_show,
+    "memory_forget": memory_forget,
+    "memory_reindex": memory_reindex,
+    "memory_stats": memory_stats,
+    "pending": pending,
+    "confirm": confirm,
+    "reject": reject,
+    "trace": trace,
+    "jobs_add": jobs_add,
+    "jobs_list": jobs_list,
+    "jobs_remove": jobs_remove,
+    "jobs_run": jobs_run,
+    "jobs_history": jobs_history,
+    "watch_list": watch_list,
+    "status": status,
+}
+
+
+class LocalServices:
+    """The stores opened in this process for one CLI command (no daemon is running).
+
+    Each part opens on first use: `trace` reads the database without taking the data
+    directory's lock, everything else opens the `Assistant` (which takes it).
+    """
+
+    served_by = "in-process"
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._assistant: Assistant | None = None
+        self._jobs: JobBook | None = None
+        self._history: RunHistory | None = None
+        self._reader: Any = None
+
+    def __enter__(self) -> LocalServices:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def assistant(self) -> Assistant:
+        if self._assistant is None:
+            from assistant.app import Assistant
+
+            self._assistant = Assistant(self.settings)
+        return self._assistant
+
+    @property
+    def traces(self) -> TraceStore:
+        if self._assistant is not None:
+            return self._assistant.traces
+        from assistant.traces import TraceStore
+        from memory.db import Database
+
+        if self._reader is None:
+            self._reader = Database(self.settings.database_path)
+        return TraceStore(self._reader)
+
+    @property
+    def jobs(self) -> JobBook:
+        if self._jobs is None:
+            from assistant.daemon.jobs import JobBook
+
+            self.assistant  # noqa: B018 - hold the data directory's lock while editing jobs
+            self._jobs = JobBook(self.settings)
+            self._jobs.start(paused=True)
+        return self._jobs
+
+    @property
+    def job_history(self) -> RunHistory:
+        if self._history is None:
+            from assistant.daemon.jobs import RunHistory
+
+            self._history = RunHistory(self.assistant.database)
+        return self._history
+
+    def run_turn(self, text: str, *, session: str | None, end_session: bool) -> TurnOutcome:
+        outcome = self.assistant.ask(text, session=session)
+        if end_session:
+            self.assistant.end_session(outcome.session)
+        return outcome
+
+    def end_session(self, session: str) -> int:
+        return self.assistant.end_session(session)
+
+    def run_job(self, name: str) -> dict[str, Any]:
+        from assistant.daemon.jobs import JobRunner
+
+        job = self.jobs.find(name)
+        runner = JobRunner(self.assistant, self.job_history)
+        return runner.run(name, job.kwargs["prompt"], manual=True)
+
+    def watch_state(self) -> dict[str, Any]:
+        from assistant.daemon.watch import watch_state
+
+        note = "no daemon is running: rules apply only while `assistant daemon` runs"
+        return {**watch_state(self.settings, None), "note": note}
+
+    def runtime(self) -> dict[str, Any]:
+        return {"running": False}
+
+    def close(self) -> None:
+        try:
+            if self._jobs is not None:
+                self._jobs.shutdown()
+            if self._reader is not None:
+                self._reader.close()
+        finally:
+            if self._assistant is not None:
+                self._assistant.close()

@@ -1,0 +1,262 @@
+"""The control API (SPEC D5, S6): FastAPI on a loopback address, one bearer token.
+
+Every request, `/openapi.json` and `/health` included, must carry `Authorization: Bearer
+TOKEN` (the token is in `api.token`, mode 0600, in the data directory, new at each start);
+anything else gets 401 before it reaches a route. Routes call the same operations as the
+CLI (`assistant.commands`), so both print the same data. Handlers are plain functions:
+FastAPI runs them in its thread pool, and turns go through the daemon's work queue.
+
+Extension point: more endpoints (the vault's, issue 4) come in as `APIRouter`s through
+`create_app(..., routers=...)`; `Daemon.routers()` is where the daemon adds them.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import uvicorn
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPBearer
+from pydantic import BaseModel, Field
+
+from assistant import __version__, commands
+from assistant.commands import CommandError, Services
+from assistant.daemon.workqueue import QueueClosed
+from assistant.errors import AssistantError
+from memory.errors import StorageError
+
+log = logging.getLogger(__name__)
+
+
+class AskRequest(BaseModel):
+    text: str = Field(min_length=1, max_length=100_000)
+    session: str | None = Field(None, max_length=200)
+
+
+class JobRequest(BaseModel):
+    prompt: str = Field(min_length=1, max_length=100_000)
+    cron: str | None = None
+    every: str | None = None
+    name: str | None = None
+
+
+class BearerToken:
+    """ASGI middleware: no request passes without the right token (S6)."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = dict(scope["headers"]).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                response = JSONResponse(
+                    {
+                        "error": "UNAUTHORIZED",
+                        "detail": "a valid bearer token is required; "
+                        "it is in api.token in the data directory",
+                    },
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def _error(status: int, code: str, detail: str) -> JSONResponse:
+    return JSONResponse({"error": code, "detail": detail}, status_code=status)
+
+
+def create_app(services: Services, token: str, *, routers: Sequence[APIRouter] = ()) -> FastAPI:
+    app = FastAPI(
+        title="assistant daemon",
+        version=__version__,
+        description="Control API of a local assistant daemon. Loopback only; every request "
+        "needs `Authorization: Bearer TOKEN` (the token is in api.token in the data "
+        "directory).",
+        # Documents the scheme in the OpenAPI description; `BearerToken` enforces it.
+        dependencies=[Depends(HTTPBearer(auto_error=False))],
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.add_middleware(BearerToken, token=token)
+
+    @app.exception_handler(CommandError)
+    async def command_error(request: Request, exc: CommandError) -> JSONResponse:
+        return _error(exc.status, exc.code, str(exc))
+
+    @app.exception_handler(QueueClosed)
+    async def shutting_down(request: Request, exc: QueueClosed) -> JSONResponse:
+        return _error(503, "SHUTTING_DOWN", str(exc))
+
+    @app.exception_handler(StorageError)
+    async def storage_error(request: Request, exc: StorageError) -> JSONResponse:
+        log.error("storage fault serving %s: %s", request.url.path, exc)
+        return _error(503, "STORAGE_ERROR", str(exc))
+
+    @app.exception_handler(AssistantError)
+    async def assistant_error(request: Request, exc: AssistantError) -> JSONResponse:
+        return _error(400, type(exc).__name__, str(exc))
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error serving %s", request.url.path)
+        return _error(500, "INTERNAL", f"{type(exc).__name__}: {exc}")
+
+    s = services
+
+    @app.get("/health", tags=["daemon"])
+    def health() -> dict[str, Any]:
+        """Cheap liveness check the CLI makes before using the daemon."""
+        return {"status": "ok", "pid": os.getpid(), "version": __version__}
+
+    @app.get("/status", tags=["daemon"])
+    def status() -> dict[str, Any]:
+        return commands.status(s)
+
+    @app.post("/ask", tags=["turns"])
+    def ask(request: AskRequest) -> dict[str, Any]:
+        """One turn through the loop; the outcome with `served_by: daemon`."""
+        return commands.ask(s, request.text, request.session)
+
+    @app.get("/sessions", tags=["turns"])
+    def sessions(limit: int = 50) -> list[dict[str, Any]]:
+        return commands.sessions(s, limit)
+
+    @app.post("/sessions/{session}/end", tags=["turns"])
+    def end_session(session: str) -> dict[str, Any]:
+        """The conversation is over: extract its conclusions into long-term memory."""
+        return commands.end_session(s, session)
+
+    @app.get("/memory", tags=["memory"])
+    def memory_list(status: str = "active", limit: int = 50) -> list[dict[str, Any]]:
+        return commands.memory_list(s, status, limit)
+
+    @app.get("/memory/search", tags=["memory"])
+    def memory_search(
+        query: str,
+        k: int = 10,
+        kind: str | None = None,
+        tag: str | None = None,
+        include_all: bool = False,
+    ) -> list[dict[str, Any]]:
+        return commands.memory_search(s, query, k, kind, tag, include_all)
+
+    @app.get("/memory/stats", tags=["memory"])
+    def memory_stats() -> dict[str, Any]:
+        return commands.memory_stats(s)
+
+    @app.post("/memory/reindex", tags=["memory"])
+    def memory_reindex() -> dict[str, Any]:
+        return commands.memory_reindex(s)
+
+    @app.get("/memory/{id}", tags=["memory"])
+    def memory_show(id: str) -> dict[str, Any]:
+        return commands.memory_show(s, id)
+
+    @app.post("/memory/{id}/forget", tags=["memory"])
+    def memory_forget(id: str) -> dict[str, Any]:
+        return commands.memory_forget(s, id)
+
+    @app.get("/pending", tags=["confirmations"])
+    def pending() -> list[dict[str, Any]]:
+        return commands.pending(s)
+
+    @app.post("/pending/{id}/confirm", tags=["confirmations"])
+    def confirm(id: str) -> dict[str, Any]:
+        return commands.confirm(s, id)
+
+    @app.post("/pending/{id}/reject", tags=["confirmations"])
+    def reject(id: str) -> dict[str, Any]:
+        return commands.reject(s, id)
+
+    @app.get("/traces/{turn}", tags=["traces"])
+    def trace(turn: str, session: str | None = None) -> dict[str, Any]:
+        """A turn's trace; `last` is the newest (of `session`, when given)."""
+        return commands.trace(s, turn, session)
+
+    @app.get("/jobs", tags=["jobs"])
+    def jobs_list() -> list[dict[str, Any]]:
+        return commands.jobs_list(s)
+
+    @app.post("/jobs", tags=["jobs"])
+    def jobs_add(request: JobRequest) -> dict[str, Any]:
+        return commands.jobs_add(s, request.prompt, request.cron, request.every, request.name)
+
+    @app.get("/jobs/history", tags=["jobs"])
+    def jobs_history(name: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+        return commands.jobs_history(s, name, limit)
+
+    @app.delete("/jobs/{name}", tags=["jobs"])
+    def jobs_remove(name: str) -> dict[str, Any]:
+        return commands.jobs_remove(s, name)
+
+    @app.post("/jobs/{name}/run", tags=["jobs"])
+    def jobs_run(name: str) -> dict[str, Any]:
+        """Run the job now (waits for its turn); the run's history row."""
+        return commands.jobs_run(s, name)
+
+    @app.get("/watch", tags=["watch"])
+    def watch_list() -> dict[str, Any]:
+        return commands.watch_list(s)
+
+    for router in routers:
+        app.include_router(router)
+    return app
+
+
+class ApiServer:
+    """Uvicorn in a thread on a socket bound here, so the port is known before it serves."""
+
+    def __init__(self, app: FastAPI, host: str, port: int) -> None:
+        family = socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
+        self.socket = socket.socket(family, socket.SOCK_STREAM)
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self.socket.bind((host, port))
+        except OSError as exc:
+            self.socket.close()
+            raise AssistantError(
+                f"the control API cannot listen on {host} port {port}: {exc.strerror}; "
+                "set [daemon] port = 0 to pick a free port"
+            ) from None
+        bound = self.socket.getsockname()
+        self.url = f"http://{host if family == socket.AF_INET else f'[{host}]'}:{bound[1]}"
+        self.server = uvicorn.Server(
+            uvicorn.Config(
+                app,
+                log_config=None,
+                access_log=False,
+                lifespan="off",
+                ws="none",
+                timeout_graceful_shutdown=5,
+            )
+        )
+        self._thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.socket]}, name="api", daemon=True
+        )
+
+    def start(self, timeout_s: float = 30.0) -> None:
+        self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self.server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the control API did not start on {self.url}")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+        self.socket.close()
