@@ -340,7 +340,7 @@ class LocalServices:
 
     def run_turn(self, text: str, *, session: str | None, end_session: bool) -> TurnOutcome:
         outcome = self.assistant.ask(text, session=session)
-        if end_session:
+        if end_session and outcome.ok:  # a failed turn says nothing worth keeping
             self.assistant.end_session(outcome.session)
         return outcome
 

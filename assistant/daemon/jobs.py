@@ -369,7 +369,7 @@ class JobRunner:
             error=outcome.stop_detail if status == "failed" else None,
             turn_id=outcome.turn_id,
         )
-        if status != "interrupted":
+        if status == "ok":
             try:
                 self.assistant.end_session(session)
             except Exception:  # the run itself is recorded; extraction is extra

@@ -231,7 +231,7 @@ class Daemon:
         outcome = self.assistant.ask(
             text, session=session, trigger=trigger, cancel=cancel, unattended=unattended
         )
-        if end_session and outcome.stop_reason is not StopReason.CANCELLED:
+        if end_session and outcome.ok and outcome.stop_reason is not StopReason.CANCELLED:
             self.assistant.end_session(session)
         return outcome
 
