@@ -159,3 +159,19 @@ def test_cli_version() -> None:
         [sys.executable, "-m", "assistant", "--version"], capture_output=True, text=True
     )
     assert result.returncode == 0 and result.stdout.startswith("assistant ")
+
+
+def test_debug_switch_prints_each_request_with_its_pairing(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ASSISTANT_"))}
+    env.update(ASSISTANT_HOME=str(tmp_path), ASSISTANT_DEBUG="1")
+    result = subprocess.run(
+        [sys.executable, "-m", "assistant", "ask", "15加27等于多少"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert result.stdout.strip() == "15+27 = 42。", "debug output stays off stdout"
+    assert "--- request 1:" in result.stderr and "--- request 2:" in result.stderr
+    assert "-> call_offline_1 calc_evaluate" in result.stderr
+    assert "tool (answers call_offline_1)" in result.stderr
