@@ -14,13 +14,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from assistant.config import Settings
+from assistant.errors import ConfigError
 from assistant.loop import SYSTEM_PROMPT, Turn, run_turn
 from assistant.model import ChatModel
 from assistant.outcome import TurnOutcome
-from assistant.remembering import MemoryService
+from assistant.remembering import MemoryService, VectorSpace
 from assistant.traces import Recorder, TraceStore
 from memory.db import Database
-from memory.index import Vectors
+from memory.index import LazyVectors, Vectors
 from memory.lock import DataDirectoryLock
 from memory.redact import Redactor
 from memory.working import WorkingMemory
@@ -44,9 +45,10 @@ def build_model(settings: Settings) -> ChatModel:
         from assistant.offline import OfflinePlanner
         from assistant.offline.intents import ArithmeticIntent, SmallTalkIntent
         from assistant.offline.memory_intents import memory_intents
+        from assistant.offline.vault_intents import vault_intents
 
         config_path = settings.config_file or settings.home / "config.toml"
-        intents = [SmallTalkIntent(), *memory_intents(), ArithmeticIntent()]
+        intents = [SmallTalkIntent(), *vault_intents(), *memory_intents(), ArithmeticIntent()]
         return OfflinePlanner(intents, config_path=str(config_path))
     from assistant.openai_model import OpenAIChatModel
 
@@ -80,6 +82,7 @@ class Assistant:
         role: str = "cli",
     ) -> None:
         self.settings = settings
+        self.role = role
         self.lock = DataDirectoryLock(settings.home, role).acquire()
         try:
             self._open(model, tools, vectors)
@@ -97,6 +100,7 @@ class Assistant:
         self.working = WorkingMemory(self.database)
         self.traces = TraceStore(self.database, self.redactor)
         self.memory: MemoryService | None = None
+        self.space = VectorSpace(settings)
         registered = list(default_tools() if tools is None else tools)
         if settings.memory.enabled:
             self.memory = MemoryService(
@@ -106,12 +110,18 @@ class Assistant:
                 self.model,
                 self.redactor,
                 offline=self.offline,
+                space=self.space,
                 vectors=vectors,
             )
             if tools is None:
                 from tools.memory_tools import memory_tools
 
                 registered += memory_tools(self.memory.store)
+        self.vault, self.vault_index = self._open_vault()
+        if self.vault is not None and tools is None:
+            from tools.vault import vault_tools
+
+            registered += vault_tools(self.vault, self.vault_index)
         self.registry = ToolRegistry(registered)
         self.pending = PendingActions(self.database)
         limits = settings.loop
@@ -123,6 +133,26 @@ class Assistant:
             cache_ttl_s=limits.cache_ttl_s,
             pending=self.pending,
         )
+
+    def _open_vault(self) -> tuple[Any, Any]:
+        """The note vault and its index, when one is configured (ASSISTANT_VAULT)."""
+        root = self.settings.vault
+        if root is None:
+            return None, None
+        if not root.is_dir():
+            raise ConfigError(
+                f"the vault {root} is not a folder (set ASSISTANT_VAULT or `vault` in config.toml)"
+            )
+        from tools.vault import Vault, VaultIndex
+
+        vault = Vault(root, self.database)
+        vectors = LazyVectors(lambda: self.space.collection("vault"))
+        # The daemon's watcher keeps the index current; a one-off process refreshes it
+        # (changed notes only) before its first search.
+        index = VaultIndex(
+            vault, self.database, vectors, refresh_before_search=self.role != "daemon"
+        )
+        return vault, index
 
     @property
     def offline(self) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -68,6 +69,34 @@ def _parser() -> argparse.ArgumentParser:
     stats = memory_commands.add_parser("stats", help="counts by status and kind")
     stats.add_argument("--json", action="store_true")
 
+    vault = commands.add_parser("vault", help="the note vault: list, read, search, index, undo")
+    vault_commands = vault.add_subparsers(dest="vault_command", metavar="ACTION", required=True)
+    vlist = vault_commands.add_parser("list", help="notes in a folder, with a tag, or recent")
+    vlist.add_argument("folder", nargs="?", help="a folder of the vault (default: all)")
+    vlist.add_argument("--tag")
+    vlist.add_argument("--recent", action="store_true", help="most recently changed first")
+    vlist.add_argument("--limit", type=int, default=100)
+    vlist.add_argument("--json", action="store_true")
+    vread = vault_commands.add_parser("read", help="print a note (or one heading's section)")
+    vread.add_argument("path")
+    vread.add_argument("--heading")
+    vread.add_argument("--json", action="store_true")
+    vsearch = vault_commands.add_parser("search", help="full-text and semantic search")
+    vsearch.add_argument("query", nargs="+")
+    vsearch.add_argument("-k", type=int, default=8)
+    vsearch.add_argument("--folder")
+    vsearch.add_argument("--tag")
+    vsearch.add_argument("--json", action="store_true")
+    vindex = vault_commands.add_parser("index", help="index changed notes (--full: all)")
+    vindex.add_argument("--full", action="store_true")
+    vindex.add_argument("--json", action="store_true")
+    vstatus = vault_commands.add_parser("status", help="index counts, last run, skipped notes")
+    vstatus.add_argument("--json", action="store_true")
+    vundo = vault_commands.add_parser("undo", help="undo the last N writes (default 1)")
+    vundo.add_argument("n", nargs="?", type=int, default=1)
+    vundo.add_argument("--force", action="store_true", help="even over later edits")
+    vundo.add_argument("--json", action="store_true")
+
     confirm = commands.add_parser("confirm", help="run (or reject) a pending dangerous action")
     confirm.add_argument("id", help="the action id the assistant gave")
     confirm.add_argument("--reject", action="store_true", help="say no instead")
@@ -106,6 +135,12 @@ def _parser() -> argparse.ArgumentParser:
     watch_commands = watch.add_subparsers(dest="watch_command", metavar="ACTION", required=True)
     watch_list = watch_commands.add_parser("list", help="rules and recent triggers")
     watch_list.add_argument("--json", action="store_true")
+
+    evaluate = commands.add_parser("eval", help="run evaluation cases against the model")
+    evaluate.add_argument("cases", nargs="+", help="case files (.json, .yaml, .yml)")
+    evaluate.add_argument("--category", action="append", help="only this category (repeatable)")
+    evaluate.add_argument("--vault", help="the vault copied for vault cases (default: the file's)")
+    evaluate.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
 
@@ -338,6 +373,53 @@ def cmd_memory(args: argparse.Namespace) -> int:
     return _emit(args, stats, [f"{key}: {value}" for key, value in stats.items()])
 
 
+def cmd_vault(args: argparse.Namespace) -> int:
+    action = args.vault_command
+    if action == "list":
+        data = _call(
+            "vault_list", folder=args.folder, tag=args.tag, recent=args.recent, limit=args.limit
+        )
+        lines = [_note_line(note) for note in data["notes"]]
+        if data["total"] > len(data["notes"]):
+            lines.append(f"… {data['total'] - len(data['notes'])} more (--limit)")
+        return _emit(args, data, lines, empty="no notes")
+    if action == "read":
+        note = _call("vault_read", path=args.path, heading=args.heading)
+        return _emit(args, note, [note.get("content") or note.get("text") or ""])
+    if action == "search":
+        hits = _call(
+            "vault_search", query=" ".join(args.query), k=args.k, folder=args.folder, tag=args.tag
+        )
+        lines = [_hit_line(hit) for hit in hits]
+        return _emit(args, hits, lines, empty="no note matches")
+    if action == "index":
+        report = _call("vault_index", full=args.full)
+        lines = [f"{key}: {value}" for key, value in report.items()]
+        return _emit(args, report, lines)
+    if action == "status":
+        state = _call("vault_status")
+        return _emit(args, state, [f"{key}: {value}" for key, value in state.items()])
+    result = _call("vault_undo", n=args.n, force=args.force)
+    lines = [f"undone: {json.dumps(write, ensure_ascii=False)}" for write in result["undone"]]
+    if result["stopped"]:
+        lines.append(f"stopped: {result['stopped']}")
+    _emit(args, result, lines, empty="nothing to undo")
+    return EXIT_ERROR if result["stopped"] else 0
+
+
+def _note_line(note: dict[str, Any]) -> str:
+    tags = " ".join(f"#{tag}" for tag in note.get("tags") or ())
+    return f"{note.get('path')}  {note.get('title', '')}  {tags}".rstrip()
+
+
+def _hit_line(hit: dict[str, Any]) -> str:
+    where = hit.get("path", "")
+    if hit.get("heading"):
+        where += f" › {hit['heading']}"
+    snippet = " ".join(str(hit.get("snippet", "")).split())
+    return f"{where}: {snippet[:160]}"
+
+
 # -- jobs, watch, status ----------------------------------------------------------------------
 
 
@@ -447,6 +529,19 @@ def cmd_status(args: argparse.Namespace) -> int:
     return _emit(args, data, _status_lines(data))
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    """Always in this process, daemon or not: every case needs its own data directory."""
+    from assistant.evaluation import run_from_cli
+
+    return run_from_cli(
+        args.cases,
+        categories=args.category,
+        vault=args.vault,
+        as_json=args.json,
+        progress=args.verbose or sys.stderr.isatty(),
+    )
+
+
 COMMANDS = {
     "ask": cmd_ask,
     "chat": cmd_chat,
@@ -454,10 +549,12 @@ COMMANDS = {
     "status": cmd_status,
     "trace": cmd_trace,
     "memory": cmd_memory,
+    "vault": cmd_vault,
     "confirm": cmd_confirm,
     "pending": cmd_pending,
     "jobs": cmd_jobs,
     "watch": cmd_watch,
+    "eval": cmd_eval,
 }
 
 
@@ -483,3 +580,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (AssistantError, StorageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except BrokenPipeError:  # `assistant vault list | head`: the reader left; not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -53,8 +53,16 @@ ROUTES: dict[str, tuple[str, str]] = {
     "jobs_remove": ("DELETE", "/jobs/{name}"),
     "jobs_run": ("POST", "/jobs/{name}/run"),
     "watch_list": ("GET", "/watch"),
+    "vault_list": ("GET", "/vault/notes"),
+    "vault_read": ("GET", "/vault/note"),
+    "vault_search": ("GET", "/vault/search"),
+    "vault_index": ("POST", "/vault/index"),
+    "vault_status": ("GET", "/vault/status"),
+    "vault_undo": ("POST", "/vault/undo"),
 }
-LONG_OPERATIONS = frozenset({"ask", "end_session", "jobs_run", "memory_reindex", "confirm"})
+LONG_OPERATIONS = frozenset(
+    {"ask", "end_session", "jobs_run", "memory_reindex", "confirm", "vault_index", "vault_search"}
+)
 
 
 def data_home(environ: Mapping[str, str] | None = None) -> Path:

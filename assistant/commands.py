@@ -255,6 +255,93 @@ def status(services: Services) -> dict[str, Any]:
     }
 
 
+# -- vault -----------------------------------------------------------------------------------------
+
+
+def _vault(services: Services) -> tuple[Any, Any]:
+    assistant = services.assistant
+    if getattr(assistant, "vault", None) is None:
+        raise CommandError(
+            "NO_VAULT",
+            "no note vault is configured: set ASSISTANT_VAULT (or `vault = ...` in config.toml)",
+            409,
+        )
+    return assistant.vault, assistant.vault_index
+
+
+def _refused(exc: Any) -> CommandError:
+    """A vault refusal (a path outside the vault, a missing note) as the CLI/API error."""
+    status = 404 if exc.code == "NOT_FOUND" else 400
+    return CommandError(exc.code, exc.detail, status)
+
+
+def vault_list(
+    services: Services,
+    folder: str | None = None,
+    tag: str | None = None,
+    recent: bool = False,
+    limit: int = 100,
+) -> dict[str, Any]:
+    from tools.base import ToolError
+
+    vault, _ = _vault(services)
+    try:
+        rows, total = vault.list_notes(folder, tag=tag, recent_first=recent, limit=limit)
+    except ToolError as exc:
+        raise _refused(exc) from exc
+    return {"notes": rows, "total": total}
+
+
+def vault_read(services: Services, path: str, heading: str | None = None) -> dict[str, Any]:
+    """The note as the model sees it (frontmatter as data, optionally one section)."""
+    from tools.base import ToolContext, ToolError
+
+    _vault(services)
+    read = services.assistant.registry.get("vault_read")
+    if read is None:
+        raise CommandError("NO_VAULT", "the vault tools are not registered", 409)
+    try:
+        args = read.args_model.model_validate(
+            {"path": path, "heading": heading, "max_chars": 100_000}
+        )
+        return read.invoke(args, ToolContext())
+    except ToolError as exc:
+        raise _refused(exc) from exc
+
+
+def vault_search(
+    services: Services,
+    query: str,
+    k: int = 8,
+    folder: str | None = None,
+    tag: str | None = None,
+) -> list[dict[str, Any]]:
+    from tools.base import ToolError
+
+    _, index = _vault(services)
+    try:
+        return [hit.as_dict() for hit in index.search(query, k, folder=folder, tag=tag)]
+    except ToolError as exc:
+        raise _refused(exc) from exc
+
+
+def vault_index(services: Services, full: bool = False) -> dict[str, Any]:
+    _, index = _vault(services)
+    progress = getattr(services, "progress", None)
+    return index.index_vault(full=full, progress=progress).as_dict()
+
+
+def vault_status(services: Services) -> dict[str, Any]:
+    _, index = _vault(services)
+    return index.status()
+
+
+def vault_undo(services: Services, n: int = 1, force: bool = False) -> dict[str, Any]:
+    vault, _ = _vault(services)
+    result = vault.undo(n, force=force)
+    return {"undone": result.undone, "stopped": result.stopped}
+
+
 OPERATIONS: dict[str, Callable[..., Any]] = {
     "ask": ask,
     "end_session": end_session,
@@ -276,6 +363,12 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "jobs_history": jobs_history,
     "watch_list": watch_list,
     "status": status,
+    "vault_list": vault_list,
+    "vault_read": vault_read,
+    "vault_search": vault_search,
+    "vault_index": vault_index,
+    "vault_status": vault_status,
+    "vault_undo": vault_undo,
 }
 
 

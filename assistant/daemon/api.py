@@ -49,6 +49,15 @@ class JobRequest(BaseModel):
     name: str | None = None
 
 
+class VaultIndexRequest(BaseModel):
+    full: bool = False
+
+
+class VaultUndoRequest(BaseModel):
+    n: int = Field(1, ge=1, le=100)
+    force: bool = False
+
+
 class BearerToken:
     """ASGI middleware: no request passes without the right token (S6)."""
 
@@ -210,6 +219,34 @@ def create_app(services: Services, token: str, *, routers: Sequence[APIRouter] =
     @app.get("/watch", tags=["watch"])
     def watch_list() -> dict[str, Any]:
         return commands.watch_list(s)
+
+    @app.get("/vault/notes", tags=["vault"])
+    def vault_list(
+        folder: str | None = None, tag: str | None = None, recent: bool = False, limit: int = 100
+    ) -> dict[str, Any]:
+        return commands.vault_list(s, folder, tag, recent, limit)
+
+    @app.get("/vault/note", tags=["vault"])
+    def vault_read(path: str, heading: str | None = None) -> dict[str, Any]:
+        return commands.vault_read(s, path, heading)
+
+    @app.get("/vault/search", tags=["vault"])
+    def vault_search(
+        query: str, k: int = 8, folder: str | None = None, tag: str | None = None
+    ) -> list[dict[str, Any]]:
+        return commands.vault_search(s, query, k, folder, tag)
+
+    @app.post("/vault/index", tags=["vault"])
+    def vault_index(request: VaultIndexRequest) -> dict[str, Any]:
+        return commands.vault_index(s, request.full)
+
+    @app.get("/vault/status", tags=["vault"])
+    def vault_status() -> dict[str, Any]:
+        return commands.vault_status(s)
+
+    @app.post("/vault/undo", tags=["vault"])
+    def vault_undo(request: VaultUndoRequest) -> dict[str, Any]:
+        return commands.vault_undo(s, request.n, request.force)
 
     for router in routers:
         app.include_router(router)

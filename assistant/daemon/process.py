@@ -135,6 +135,20 @@ class Daemon:
             started = time.perf_counter()
             memory.vectors.ids()
             log.info("vector index open (%.1f s)", time.perf_counter() - started)
+        index = getattr(self.assistant, "vault_index", None)
+        if index is not None:  # catch up with edits made while no daemon watched the vault
+            threading.Thread(
+                target=self._index_vault, args=(index,), name="vault-index", daemon=True
+            ).start()
+
+    @staticmethod
+    def _index_vault(index: Any) -> None:
+        try:
+            report = index.index_vault()
+        except Exception:  # a failed catch-up must not stop the daemon; the watcher goes on
+            log.exception("indexing the vault at start failed")
+            return
+        log.info("vault index up to date: %s", report.as_dict())
 
     def _start_watcher(self) -> Watcher | None:
         settings = self.settings

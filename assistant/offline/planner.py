@@ -164,6 +164,13 @@ class OfflinePlanner:
 
     def cannot_finish(self, view: PlannerView, tools: Sequence[str]) -> str:
         names = ", ".join(tools)
+        if all(name.startswith("vault_") for name in tools):
+            return view.say(
+                "No note vault is configured: set ASSISTANT_VAULT to your vault folder "
+                f"(or `vault = ...` in {self.config_path}).",
+                f"还没有配置笔记库：请把 ASSISTANT_VAULT 设为笔记库文件夹（或在 {self.config_path} "
+                "中设置 vault）。",
+            )
         return view.say(
             f"I could not finish: the tool(s) I need ({names}) are not available right now.",
             f"我没能完成：需要的工具（{names}）现在不可用。",

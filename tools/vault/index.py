@@ -1,0 +1,590 @@
+"""The vault index (SPEC V6): notes chunked by heading, in SQLite full text and vectors.
+
+`vault_chunks` is the owner table of the shared `HybridIndex` engine (the same code that
+serves conclusions, another collection). Each chunk's id is derived from its note's path
+and its content hash, so re-indexing a changed note adds only chunks whose text changed and
+drops the ones that are gone; an unchanged note (same size and mtime) is not even read.
+Renames and deletes remove every chunk of the old path. Files that are not notes are
+recorded with the reason they were skipped.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from memory.db import Database, Migrations, Statement
+from memory.index import HybridIndex, Vectors, Weights
+from memory.text import STOP_WORDS, fts_document, query_terms
+from tools.vault.notes import (
+    Chunk,
+    chunk_note,
+    note_title,
+    parse_note,
+    skip_reason,
+    unique_tags,
+)
+from tools.vault.store import Vault, VaultEvent
+
+log = logging.getLogger(__name__)
+
+EMBED_BATCH = 256
+SNIPPET_CHARS = 180
+Progress = Callable[[int, int, str], None]
+_HEADING_LINE = re.compile(r"\A\s{0,3}#{1,6}[ \t][^\n]*\n?")
+SKIPPED_INSERT = "INSERT OR REPLACE INTO vault_skipped (path, reason, seen_at) VALUES (?, ?, ?)"
+
+migrations = Migrations("vault_index")
+
+
+@migrations
+def m001_tables(db: sqlite_utils.Database) -> None:
+    db.execute(
+        "CREATE TABLE vault_notes (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, "
+        "size INTEGER NOT NULL, chunks INTEGER NOT NULL, frontmatter_error TEXT, "
+        "indexed_at REAL NOT NULL)"
+    )
+    db.execute(
+        "CREATE TABLE vault_chunks (id TEXT PRIMARY KEY, path TEXT NOT NULL, heading TEXT NOT "
+        "NULL, ordinal INTEGER NOT NULL, text TEXT NOT NULL, hash TEXT NOT NULL, "
+        "mtime REAL NOT NULL)"
+    )
+    db.execute("CREATE INDEX vault_chunks_by_path ON vault_chunks (path)")
+    db.execute(
+        "CREATE TABLE vault_tags (path TEXT NOT NULL, tag TEXT NOT NULL, PRIMARY KEY (path, tag))"
+    )
+    db.execute("CREATE INDEX vault_tags_by_tag ON vault_tags (tag)")
+    db.execute(
+        "CREATE TABLE vault_skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL, "
+        "seen_at REAL NOT NULL)"
+    )
+    db.execute("CREATE TABLE vault_index_state (key TEXT PRIMARY KEY, value TEXT)")
+
+
+@dataclass
+class IndexReport:
+    """What one indexing run did."""
+
+    notes: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    skipped: int = 0
+    chunks_added: int = 0
+    chunks_removed: int = 0
+    chunks_kept: int = 0
+    embedded: int = 0
+    repaired: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class VaultHit:
+    path: str
+    heading: str
+    snippet: str
+    score: float
+    chunk_id: str
+
+    def as_dict(self) -> dict[str, Any]:
+        row: dict[str, Any] = {"path": self.path, "snippet": self.snippet, "score": self.score}
+        if self.heading:
+            row["heading"] = self.heading
+        return row
+
+
+def chunk_id(path: str, content: str, duplicate: int) -> str:
+    return hashlib.sha1(f"{path}\0{content}\0{duplicate}".encode()).hexdigest()[:24]
+
+
+def _ids(chunks: Sequence[Chunk]) -> list[str]:
+    """Stable ids: the same text in the same note keeps its id wherever it moves."""
+    seen: dict[str, int] = {}
+    ids = []
+    for chunk in chunks:
+        duplicate = seen.get(chunk.hash, 0)
+        seen[chunk.hash] = duplicate + 1
+        ids.append(chunk_id(chunk.path, chunk.hash, duplicate))
+    return ids
+
+
+def _like_prefix(prefix: str) -> str:
+    return re.sub(r"([\\%_])", r"\\\1", prefix) + "%"
+
+
+@dataclass
+class _Pending:
+    """Chunks written to SQLite whose vectors are not yet written (one embedding batch)."""
+
+    ids: list[str] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    unembed: list[str] = field(default_factory=list)
+
+
+class VaultIndex:
+    """Keeps the hybrid index of one vault. With `follow`, it updates itself after every
+    write and undo the `Vault` makes; a file watcher calls `index_note`/`remove_note`."""
+
+    def __init__(
+        self,
+        vault: Vault,
+        database: Database,
+        vectors: Vectors | None,
+        *,
+        weights: Weights | None = None,
+        follow: bool = True,
+        refresh_before_search: bool = False,
+    ) -> None:
+        self.vault = vault
+        self.database = database
+        self.vectors = vectors
+        self.refresh_before_search = refresh_before_search
+        self._refreshed = False
+        database.migrate(migrations)
+        self.index = HybridIndex(database, "vault", "vault_chunks", vectors, weights)
+        self._lock = threading.RLock()
+        if follow:
+            vault.subscribe(self.on_vault_change)
+
+    # -- state --------------------------------------------------------------------------------
+
+    def _get_state(self, key: str) -> str | None:
+        rows = self.database.query("SELECT value FROM vault_index_state WHERE key = ?", [key])
+        return rows[0]["value"] if rows else None
+
+    def _state_statement(self, key: str, value: str | None) -> Statement:
+        return (
+            "INSERT INTO vault_index_state (key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    def _set_state(self, key: str, value: str | None) -> None:
+        self.database.write(*self._state_statement(key, value))
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def on_vault_change(self, event: VaultEvent) -> None:
+        for path in event.removed:
+            self.remove_note(path)
+        for path in event.changed:
+            self.index_note(path)
+
+    def _relative(self, path: str | Path) -> str | None:
+        """A vault-relative path worth indexing: inside the root, not hidden, not a folder."""
+        rel = self.vault.jail.relative(path)
+        if rel is None or rel in ("", ".") or (self.vault.root / rel).is_dir():
+            return None
+        if any(part.startswith(".") for part in rel.split("/")):
+            return None  # .obsidian/, .git/, temp files of atomic writes
+        return rel
+
+    def index_note(self, path: str | Path) -> IndexReport:
+        """Bring one note's chunks up to date (after a write, or a watcher event with an
+        absolute or vault-relative path). A path that is gone is removed from the index."""
+        report = IndexReport()
+        with self._lock:
+            pending = _Pending()
+            rel = self._relative(path)
+            if rel is None:
+                return report
+            statements = self._note_statements(rel, report, pending)
+            self.database.write_many(statements)
+            self._flush(pending, report)
+        return report
+
+    def remove_note(self, path: str | Path) -> IndexReport:
+        """Forget a note (or a folder of notes) that was deleted or renamed away: no stale
+        chunk stays behind."""
+        report = IndexReport()
+        with self._lock:
+            rel = self.vault.jail.relative(path)
+            if rel is None or rel in ("", "."):
+                return report
+            found = self.database.query(
+                "SELECT path FROM vault_notes WHERE path = ? OR path LIKE ? ESCAPE '\\' "
+                "UNION SELECT path FROM vault_chunks WHERE path = ?",
+                [rel, _like_prefix(rel + "/"), rel],
+            )
+            statements: list[Statement] = [
+                (
+                    "DELETE FROM vault_skipped WHERE path = ? OR path LIKE ? ESCAPE '\\'",
+                    (rel, _like_prefix(rel + "/")),
+                ),
+            ]
+            ids: list[str] = []
+            for row in found:
+                removal, removed_ids = self._removal(row["path"])
+                statements.extend(removal)
+                ids.extend(removed_ids)
+                report.removed += 1
+            self.database.write_many(statements)
+            self.index.unembed(ids)
+            report.chunks_removed = len(ids)
+        return report
+
+    def _removal(self, rel: str) -> tuple[list[Statement], list[str]]:
+        ids = [
+            row["id"]
+            for row in self.database.query("SELECT id FROM vault_chunks WHERE path = ?", [rel])
+        ]
+        statements: list[Statement] = []
+        for doc_id in ids:
+            statements.extend(self.index.delete_statements(doc_id))
+        statements += [
+            ("DELETE FROM vault_chunks WHERE path = ?", (rel,)),
+            ("DELETE FROM vault_notes WHERE path = ?", (rel,)),
+            ("DELETE FROM vault_tags WHERE path = ?", (rel,)),
+        ]
+        return statements, ids
+
+    def _note_statements(self, rel: str, report: IndexReport, pending: _Pending) -> list[Statement]:
+        """SQLite statements that bring one note up to date; new chunks go to `pending`."""
+        absolute = self.vault.root / rel
+        try:
+            stat = absolute.stat()
+            reason = skip_reason(absolute, max_bytes=self.vault.max_bytes, size=stat.st_size)
+            raw = None if reason else absolute.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            statements, ids = self._removal(rel)
+            pending.unembed.extend(ids)
+            report.chunks_removed += len(ids)
+            report.removed += 1 if ids else 0
+            return [*statements, ("DELETE FROM vault_skipped WHERE path = ?", (rel,))]
+        except OSError as exc:
+            reason, raw, stat = f"unreadable: {exc.strerror or exc}", None, None
+        if reason or raw is None or stat is None:
+            statements, ids = self._removal(rel)
+            pending.unembed.extend(ids)
+            report.chunks_removed += len(ids)
+            report.skipped += 1
+            statements.append(
+                (
+                    SKIPPED_INSERT,
+                    (rel, reason, time.time()),
+                )
+            )
+            return statements
+        note = parse_note(rel, raw)
+        chunks = chunk_note(note)
+        ids = _ids(chunks)
+        existing = {
+            row["id"]
+            for row in self.database.query("SELECT id FROM vault_chunks WHERE path = ?", [rel])
+        }
+        statements: list[Statement] = [("DELETE FROM vault_skipped WHERE path = ?", (rel,))]
+        gone = existing - set(ids)
+        for doc_id in gone:
+            statements.extend(self.index.delete_statements(doc_id))
+            statements.append(("DELETE FROM vault_chunks WHERE id = ?", (doc_id,)))
+        pending.unembed.extend(gone)
+        added = 0
+        for doc_id, chunk in zip(ids, chunks, strict=True):
+            if doc_id in existing:
+                statements.append(
+                    (
+                        "UPDATE vault_chunks SET ordinal = ?, mtime = ? WHERE id = ?",
+                        (chunk.ordinal, stat.st_mtime, doc_id),
+                    )
+                )
+                continue
+            added += 1
+            statements.append(
+                (
+                    "INSERT INTO vault_chunks (id, path, heading, ordinal, text, hash, mtime) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        doc_id,
+                        rel,
+                        chunk.heading,
+                        chunk.ordinal,
+                        chunk.text,
+                        chunk.hash,
+                        stat.st_mtime,
+                    ),
+                )
+            )
+            statements.append(
+                (
+                    f"INSERT INTO {self.index.fts_table} (id, terms) VALUES (?, ?)",
+                    (doc_id, fts_document(chunk.embed_text)),
+                )
+            )
+            pending.ids.append(doc_id)
+            pending.texts.append(chunk.embed_text)
+        statements.append(("DELETE FROM vault_tags WHERE path = ?", (rel,)))
+        for tag in unique_tags(t.casefold() for t in note.tags):
+            statements.append(("INSERT INTO vault_tags (path, tag) VALUES (?, ?)", (rel, tag)))
+        statements.append(
+            (
+                "INSERT OR REPLACE INTO vault_notes (path, mtime_ns, size, chunks, "
+                "frontmatter_error, indexed_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    rel,
+                    stat.st_mtime_ns,
+                    stat.st_size,
+                    len(chunks),
+                    note.frontmatter_error,
+                    time.time(),
+                ),
+            )
+        )
+        report.notes += 1
+        report.chunks_added += added
+        report.chunks_removed += len(gone)
+        report.chunks_kept += len(chunks) - added
+        if added or gone:
+            report.changed += 1
+        else:
+            report.unchanged += 1
+        return statements
+
+    def _flush(self, pending: _Pending, report: IndexReport) -> None:
+        """Write the vectors of chunks SQLite already holds; a failure is left to repair."""
+        if pending.unembed:
+            self.index.unembed(pending.unembed)
+        if pending.ids:
+            if self.index.embed(pending.ids, pending.texts):
+                report.embedded += len(pending.ids)
+            else:
+                self._set_state("vectors_dirty", "1")
+        pending.ids, pending.texts, pending.unembed = [], [], []
+
+    def index_vault(self, *, full: bool = False, progress: Progress | None = None) -> IndexReport:
+        """Index every note: changed chunks re-embedded, notes that are gone removed.
+        `full` (or a changed embedding model) drops the index and rebuilds it from the files.
+
+        Vectors are written by one background thread, a batch at a time, while the next
+        notes are parsed and written to SQLite: the model never waits for the parser."""
+        started = time.perf_counter()
+        report = IndexReport()
+        with self._lock, ThreadPoolExecutor(1, thread_name_prefix="vault-embed") as embedder:
+            repair = False
+            if self.vectors is not None:
+                repair = self._get_state("vectors_dirty") == "1"  # a run was interrupted
+                full = full or self.vectors.needs_reembed
+            if full:
+                self._clear()
+                repair = False
+            self._set_state("vectors_dirty", "1")  # until this run's vectors are all written
+            scan = self.vault.scan(peek=False)  # files that changed are checked when read
+            known = {
+                row["path"]: (row["mtime_ns"], row["size"])
+                for row in self.database.query("SELECT path, mtime_ns, size FROM vault_notes")
+            }
+            on_disk = {info.path for info in scan.notes}
+            pending = _Pending()
+            statements: list[Statement] = [("DELETE FROM vault_skipped", ())]
+            statements += [(SKIPPED_INSERT, (s.path, s.reason, time.time())) for s in scan.skipped]
+            report.skipped = len(scan.skipped)
+            for path in sorted(set(known) - on_disk):
+                removal, ids = self._removal(path)
+                statements.extend(removal)
+                pending.unembed.extend(ids)
+                report.chunks_removed += len(ids)
+                report.removed += 1
+            in_flight: Future[None] | None = None
+            for done, info in enumerate(scan.notes, start=1):
+                if known.get(info.path) == (info.mtime_ns, info.size):
+                    report.notes += 1
+                    report.unchanged += 1
+                else:
+                    statements.extend(self._note_statements(info.path, report, pending))
+                if len(pending.ids) >= EMBED_BATCH or len(statements) >= 5000:
+                    self.database.write_many(statements)  # SQLite first: it holds the truth
+                    statements = []
+                    if in_flight is not None:
+                        in_flight.result()
+                    in_flight = embedder.submit(self._flush, pending, report)
+                    pending = _Pending()
+                if progress is not None:
+                    progress(done, len(scan.notes), info.path)
+            statements.append(self._state_statement("last_indexed", str(time.time())))
+            self.database.write_many(statements)
+            if in_flight is not None:
+                in_flight.result()
+            self._flush(pending, report)
+            if repair or self._vectors_failed(report):
+                report.repaired = self._repair(full=False)
+                report.embedded += report.repaired.get("added", 0)
+            if not self._vectors_failed(report) and "failed" not in report.repaired:
+                self._set_state("vectors_dirty", None)
+        report.seconds = round(time.perf_counter() - started, 3)
+        return report
+
+    def _vectors_failed(self, report: IndexReport) -> bool:
+        return self.vectors is not None and report.embedded < report.chunks_added
+
+    def _repair(self, *, full: bool) -> dict[str, int]:
+        try:
+            return self.index.sync(self._rows, full=full)
+        except Exception as exc:  # noqa: BLE001 - vectors unavailable: full text still works
+            log.warning("vault: vector index repair failed: %s", exc)
+            return {"failed": 1}
+
+    def _rows(self) -> Iterable[tuple[str, str]]:
+        """(id, embedded text) of every chunk, rebuilt from the owner table."""
+        titles: dict[str, str] = {}
+        for row in self.database.query("SELECT id, path, heading, text FROM vault_chunks"):
+            title = titles.setdefault(row["path"], note_title(row["path"]))
+            yield row["id"], _embed_text(title, row["heading"], row["text"])
+
+    def _clear(self) -> None:
+        self.database.write_many(
+            [
+                ("DELETE FROM vault_chunks", ()),
+                ("DELETE FROM vault_notes", ()),
+                ("DELETE FROM vault_tags", ()),
+                ("DELETE FROM vault_skipped", ()),
+                (f"DELETE FROM {self.index.fts_table}", ()),
+            ]
+        )
+        if self.vectors is not None:
+            self.vectors.reset()
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def search(
+        self, query: str, k: int = 8, *, folder: str | None = None, tag: str | None = None
+    ) -> list[VaultHit]:
+        """The best chunks for `query` (full text and meaning), one per note section.
+
+        With `refresh_before_search` (a process no watcher keeps the index current for),
+        the first search brings the index up to date: only changed notes are re-embedded."""
+        if self.refresh_before_search and not self._refreshed:
+            self._refreshed = True
+            self.index_vault()
+        clauses, params = ["1"], []
+        if folder:
+            base = self.vault.jail.folder(folder)
+            if base.rel:
+                clauses.append("o.path LIKE ? ESCAPE '\\'")
+                params.append(_like_prefix(base.rel + "/"))
+        if tag:
+            wanted = tag.strip().lstrip("#").casefold()
+            clauses.append(
+                "o.path IN (SELECT path FROM vault_tags WHERE tag = ? OR tag LIKE ? ESCAPE '\\')"
+            )
+            params += [wanted, _like_prefix(wanted + "/")]
+        templates = self.vault.jail.folder(self.vault.templates_folder).rel
+        if templates and not (folder and self.vault.jail.folder(folder).rel.startswith(templates)):
+            clauses.append("o.path NOT LIKE ? ESCAPE '\\'")  # templates are not knowledge
+            params.append(_like_prefix(templates + "/"))
+        hits = self.index.search(query, k * 3, where=" AND ".join(clauses), params=params)
+        if not hits:
+            return []
+        rows = {
+            row["id"]: row
+            for row in self.database.query(
+                f"SELECT id, path, heading, text FROM vault_chunks WHERE id IN "
+                f"({','.join('?' * len(hits))})",
+                [hit.id for hit in hits],
+            )
+        }
+        found: list[VaultHit] = []
+        seen: set[tuple[str, str]] = set()
+        for hit in hits:
+            row = rows.get(hit.id)
+            if row is None or (row["path"], row["heading"]) in seen:
+                continue
+            seen.add((row["path"], row["heading"]))
+            found.append(
+                VaultHit(
+                    path=row["path"],
+                    heading=row["heading"],
+                    snippet=snippet(row["text"], query),
+                    score=round(hit.score, 5),
+                    chunk_id=hit.id,
+                )
+            )
+            if len(found) >= k:
+                break
+        return found
+
+    def status(self, *, check_disk: bool = True) -> dict[str, Any]:
+        """Counts, the last indexed time, skipped files and why, and drift from the disk."""
+        notes = self.database.query("SELECT count(*) AS n FROM vault_notes")[0]["n"]
+        chunks = self.database.query("SELECT count(*) AS n FROM vault_chunks")[0]["n"]
+        last = self._get_state("last_indexed")
+        skipped = self.database.query("SELECT path, reason FROM vault_skipped ORDER BY path")
+        broken = self.database.query(
+            "SELECT path, frontmatter_error AS error FROM vault_notes "
+            "WHERE frontmatter_error IS NOT NULL ORDER BY path"
+        )
+        status: dict[str, Any] = {
+            "vault": str(self.vault.root),
+            "notes": notes,
+            "chunks": chunks,
+            "last_indexed": (
+                dt.datetime.fromtimestamp(float(last)).isoformat(timespec="seconds")
+                if last
+                else None
+            ),
+            "skipped": skipped,
+            "frontmatter_errors": broken,
+            "vectors_need_repair": self._get_state("vectors_dirty") == "1",
+        }
+        if check_disk:
+            known = {
+                row["path"]: (row["mtime_ns"], row["size"])
+                for row in self.database.query("SELECT path, mtime_ns, size FROM vault_notes")
+            }
+            scan = self.vault.scan(peek=False)
+            on_disk = {info.path: (info.mtime_ns, info.size) for info in scan.notes}
+            skipped = {row["path"] for row in status["skipped"]}
+            status["stale"] = sorted(
+                p for p, sig in on_disk.items() if known.get(p) != sig and p not in skipped
+            )
+            status["missing"] = sorted(set(known) - set(on_disk))
+        return status
+
+
+def _embed_text(title: str, heading: str, text: str) -> str:
+    """Must match `chunk_note`'s embedded text, so a repair embeds the same thing."""
+    if not text:
+        return title
+    return f"{title}\n{heading}\n{text}" if heading else f"{title}\n{text}"
+
+
+def _highlighter(query: str) -> re.Pattern[str] | None:
+    """A pattern for the query's words in a text: Latin words by their stem as a prefix,
+    Chinese by its bigrams."""
+    parts = []
+    for term in query_terms(query):
+        if re.match(r"[\u3400-\u9fff\uf900-\ufaff]", term):
+            parts.append(re.escape(term))
+        elif term not in STOP_WORDS and len(term) > 1:
+            parts.append(r"\b" + re.escape(term) + r"\w*")
+    if not parts:
+        return None
+    return re.compile("|".join(sorted(parts, key=len, reverse=True)), re.IGNORECASE)
+
+
+def snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> str:
+    """A window of `text` around the first match of the query, matches in **bold**; the
+    start of the text when only the meaning matched."""
+    flat = " ".join(_HEADING_LINE.sub("", text, count=1).split()) or " ".join(text.split())
+    pattern = _highlighter(query)
+    match = pattern.search(flat) if pattern else None
+    if match is None:
+        return flat[:width] + ("…" if len(flat) > width else "")
+    start = max(0, match.start() - width // 3)
+    end = min(len(flat), start + width)
+    start = max(0, min(start, end - width))
+    window = flat[start:end]
+    window = pattern.sub(lambda m: f"**{m.group(0)}**", window) if pattern else window
+    return ("…" if start > 0 else "") + window + ("…" if end < len(flat) else "")

@@ -1,0 +1,562 @@
+"""The vault model (SPEC V1): what a markdown note holds, read the way Obsidian reads it.
+
+A note is YAML frontmatter (parsed with python-frontmatter's YAML handler; broken
+frontmatter is reported and the note stays readable), a body with ATX headings and their
+sections, `[[wikilinks]]` (with `#heading` and `|alias`), and tags from the frontmatter
+and inline `#tags`. Code blocks, inline code and comments hold no headings, links or tags.
+Every function here is pure: paths in, values out; the `Vault` does the file I/O.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+from frontmatter.default_handlers import YAMLHandler
+
+MARKDOWN_SUFFIX = ".md"
+DEFAULT_MAX_BYTES = 2 * 1024 * 1024
+CHUNK_MAX_CHARS = 1200
+
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})[ \t]+(.*?)[ \t]*$")
+_HEADING_CLOSE = re.compile(r"[ \t]+#+$")
+_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
+_INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
+_COMMENTS = re.compile(r"<!--.*?-->|%%.*?%%", re.DOTALL)
+_MD_LINK_URL = re.compile(r"\]\([^)\s]*\)|<?https?://\S+")
+_INLINE_TAG = re.compile(r"(?<![\w/#&\]])#([\w/-]*[^\W\d_][\w/-]*)", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class WikiLink:
+    """`[[target#heading|alias]]`; `embed` for `![[...]]`; `line` counts from 0 in the raw text."""
+
+    target: str
+    heading: str | None
+    alias: str | None
+    embed: bool
+    line: int
+    raw: str
+
+
+@dataclass(frozen=True)
+class Heading:
+    level: int
+    text: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Section:
+    """One heading and everything under it up to the next heading of the same or a higher
+    level; `start` is the heading's line, `end` the first line after the section."""
+
+    heading: Heading
+    start: int
+    end: int
+
+
+@dataclass
+class Chunk:
+    """A piece of a note for the index: one heading's own text (subsections are their own
+    chunks), split further when long. `hash` covers everything that is embedded."""
+
+    path: str
+    heading: str
+    text: str
+    ordinal: int
+    hash: str = ""
+    embed_text: str = ""
+
+
+@dataclass
+class Note:
+    path: str
+    raw: str
+    frontmatter: dict[str, Any]
+    frontmatter_error: str | None
+    body_start: int
+    headings: list[Heading] = field(default_factory=list)
+    links: list[WikiLink] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        return note_title(self.path)
+
+    @property
+    def body(self) -> str:
+        return self.raw[self.body_start :]
+
+    @property
+    def lines(self) -> list[str]:
+        return self.raw.splitlines(keepends=True)
+
+    @property
+    def body_line(self) -> int:
+        """The index of the body's first line in `lines`."""
+        return self.raw.count("\n", 0, self.body_start)
+
+
+def note_title(path: str) -> str:
+    """Obsidian's title of a note is its file name without `.md`."""
+    name = PurePosixPath(path).name
+    return name[: -len(MARKDOWN_SUFFIX)] if name.lower().endswith(MARKDOWN_SUFFIX) else name
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# -- frontmatter ---------------------------------------------------------------------------
+
+
+def split_frontmatter(raw: str) -> tuple[dict[str, Any], str | None, int]:
+    """(data, error, body offset). A note without frontmatter has ({}, None, 0); broken
+    YAML gives ({}, why, offset after the block) so the body still reads right."""
+    handler = YAMLHandler()
+    text = raw[1:] if raw.startswith("\ufeff") else raw
+    bom = len(raw) - len(text)
+    if not handler.detect(text):
+        return {}, None, 0
+    try:
+        block, content = handler.split(text)
+    except ValueError:
+        return {}, "frontmatter starts with --- but has no closing --- line", 0
+    offset = bom + len(text) - len(content)
+    if content.startswith("\n"):
+        offset += 1
+    try:
+        data = handler.load(block)
+    except yaml.YAMLError as exc:
+        return {}, f"frontmatter is not valid YAML: {' '.join(str(exc).split())}", offset
+    if data is None:
+        return {}, None, offset
+    if not isinstance(data, dict):
+        return {}, f"frontmatter is a {type(data).__name__}, not key: value pairs", offset
+    return {str(key): value for key, value in data.items()}, None, offset
+
+
+def jsonable(value: Any) -> Any:
+    """Frontmatter as JSON data: dates as ISO strings, anything odd as its text."""
+    if isinstance(value, dict):
+        return {str(key): jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | set):
+        return [jsonable(item) for item in value]
+    if isinstance(value, dt.date | dt.datetime | dt.time):
+        return value.isoformat()
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def frontmatter_tags(data: dict[str, Any]) -> list[str]:
+    """`tags:` (or `tag:`) as a list or a comma/space separated string; `#` optional."""
+    found: list[str] = []
+    for key in ("tags", "tag"):
+        value = data.get(key)
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if item is None:
+                continue
+            for part in re.split(r"[,\s]+", str(item)):
+                part = part.strip().lstrip("#")
+                if part:
+                    found.append(part)
+    return found
+
+
+# -- body structure ------------------------------------------------------------------------
+
+
+def _code_lines(lines: Sequence[str]) -> set[int]:
+    """Lines inside fenced code blocks (fences included)."""
+    inside: set[int] = set()
+    fence: str | None = None
+    for number, line in enumerate(lines):
+        match = _FENCE.match(line)
+        if fence is None and match:
+            fence = match.group(1)[0] * len(match.group(1))
+            inside.add(number)
+        elif fence is not None:
+            inside.add(number)
+            if match and match.group(1).startswith(fence) and not line.strip().strip(fence[0]):
+                fence = None
+    return inside
+
+
+def _prose_lines(raw: str, first_line: int) -> list[tuple[int, str]]:
+    """(line number, text) of body lines outside code, with inline code and comments blanked."""
+    text = _COMMENTS.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), raw)
+    lines = text.splitlines()
+    code = _code_lines(lines)
+    return [
+        (number, _INLINE_CODE.sub(lambda m: " " * len(m.group(0)), line))
+        for number, line in enumerate(lines)
+        if number >= first_line and number not in code
+    ]
+
+
+def parse_links_in(prose: Iterable[tuple[int, str]]) -> list[WikiLink]:
+    links = []
+    for number, line in prose:
+        for match in _WIKILINK.finditer(line):
+            inner = match.group(2)
+            target, _, alias = inner.partition("|")
+            target, _, heading = target.partition("#")
+            target = target.strip()
+            links.append(
+                WikiLink(
+                    target=target,
+                    heading=heading.strip() or None,
+                    alias=alias.strip() or None,
+                    embed=match.group(1) == "!",
+                    line=number,
+                    raw=match.group(0),
+                )
+            )
+    return links
+
+
+def parse_links(text: str) -> list[WikiLink]:
+    """The wikilinks of a piece of markdown (outside code)."""
+    return parse_links_in(_prose_lines(text, 0))
+
+
+def parse_note(path: str, raw: str) -> Note:
+    """Parse one note. Never raises on content: problems are reported on the note."""
+    data, error, body_start = split_frontmatter(raw)
+    note = Note(
+        path=path, raw=raw, frontmatter=data, frontmatter_error=error, body_start=body_start
+    )
+    prose = _prose_lines(raw, note.body_line)
+    tags = frontmatter_tags(data)
+    for number, line in prose:
+        match = _HEADING.match(line)
+        if match:
+            text = _HEADING_CLOSE.sub("", match.group(2)).strip()
+            note.headings.append(Heading(len(match.group(1)), text, number))
+        scan = _WIKILINK.sub(" ", _MD_LINK_URL.sub(" ", line))
+        tags.extend(tag.rstrip("/") for tag in _INLINE_TAG.findall(scan))
+    note.links = parse_links_in(prose)
+    note.tags = unique_tags(tags)
+    return note
+
+
+def unique_tags(tags: Iterable[str]) -> list[str]:
+    """Tags are case-insensitive: keep the first spelling of each."""
+    seen: dict[str, str] = {}
+    for tag in tags:
+        seen.setdefault(tag.casefold(), tag)
+    return list(seen.values())
+
+
+def tag_matches(tags: Iterable[str], wanted: str) -> bool:
+    """`project` matches `project` and nested `project/alpha`, case-insensitively."""
+    wanted = wanted.strip().lstrip("#").casefold()
+    return any(t.casefold() == wanted or t.casefold().startswith(wanted + "/") for t in tags)
+
+
+def sections(note: Note) -> list[Section]:
+    found = []
+    line_count = len(note.lines)
+    for index, heading in enumerate(note.headings):
+        end = line_count
+        for later in note.headings[index + 1 :]:
+            if later.level <= heading.level:
+                end = later.line
+                break
+        found.append(Section(heading, heading.line, end))
+    return found
+
+
+def _heading_key(text: str) -> str:
+    return " ".join(text.strip().lstrip("#").split()).casefold()
+
+
+def find_sections(note: Note, heading: str) -> list[Section]:
+    """Sections whose heading text matches `heading` (case-insensitive, `#`s optional)."""
+    wanted = _heading_key(heading)
+    return [section for section in sections(note) if _heading_key(section.heading.text) == wanted]
+
+
+def section_text(note: Note, section: Section, *, with_heading: bool = True) -> str:
+    lines = note.lines[section.start if with_heading else section.start + 1 : section.end]
+    return "".join(lines)
+
+
+# -- links across the vault ------------------------------------------------------------------
+
+
+def _without_md(path: str) -> str:
+    return path[: -len(MARKDOWN_SUFFIX)] if path.lower().endswith(MARKDOWN_SUFFIX) else path
+
+
+class LinkResolver:
+    """Resolves link targets to note paths the way Obsidian does: a bare name finds the note
+    with that file name anywhere (same folder first, then the shortest path); a name with a
+    folder is a path from the vault root (or from the linking note's folder)."""
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.paths = sorted(paths)
+        self._by_path = {_without_md(p).casefold(): p for p in self.paths}
+        self._by_name: dict[str, list[str]] = {}
+        for path in self.paths:
+            self._by_name.setdefault(note_title(path).casefold(), []).append(path)
+
+    def resolve(self, target: str, source: str | None = None) -> str | None:
+        target = _without_md(target.strip().replace("\\", "/")).strip("/")
+        if not target:
+            return source  # [[#Heading]] points into the same note
+        key = target.casefold()
+        if "/" in target:
+            if source is not None:
+                folder = str(PurePosixPath(source).parent)
+                relative = str(PurePosixPath(folder, target)) if folder != "." else target
+                if relative.casefold() in self._by_path:
+                    return self._by_path[relative.casefold()]
+            return self._by_path.get(key)
+        candidates = self._by_name.get(key, [])
+        if len(candidates) <= 1:
+            return candidates[0] if candidates else None
+        if source is not None:
+            folder = PurePosixPath(source).parent
+            for candidate in candidates:
+                if PurePosixPath(candidate).parent == folder:
+                    return candidate
+        return min(candidates, key=lambda p: (p.count("/"), len(p), p))
+
+    def unique_name(self, path: str) -> bool:
+        return len(self._by_name.get(note_title(path).casefold(), [])) == 1
+
+    def link_text(self, path: str) -> str:
+        """How a link to `path` is written: the bare name when it is unambiguous."""
+        return note_title(path) if self.unique_name(path) else _without_md(path)
+
+
+@dataclass(frozen=True)
+class Backlink:
+    source: str
+    line: int
+    link: str
+
+
+def backlinks(notes: Iterable[Note], target: str, resolver: LinkResolver) -> list[Backlink]:
+    """Links in `notes` (other than `target` itself) that resolve to `target`."""
+    found = []
+    for note in notes:
+        if note.path == target:
+            continue
+        for link in note.links:
+            if link.target and resolver.resolve(link.target, note.path) == target:
+                found.append(Backlink(note.path, link.line + 1, link.raw))
+    return found
+
+
+def rewrite_links(note: Note, old: str, new_text: str, resolver: LinkResolver) -> tuple[str, int]:
+    """The note's text with every wikilink to `old` pointing at `new_text` instead; heading
+    and alias parts are kept. Returns (text, how many links changed)."""
+    targets = {link.line for link in note.links if resolver.resolve(link.target, note.path) == old}
+    if not targets:
+        return note.raw, 0
+    changed = 0
+    code = _code_lines(note.raw.splitlines())
+    lines = note.lines
+    for number in sorted(targets):
+        if number in code:
+            continue
+
+        def swap(match: re.Match[str]) -> str:
+            nonlocal changed
+            inner = match.group(2)
+            target, sep, alias = inner.partition("|")
+            name, hash_sign, heading = target.partition("#")
+            if not name.strip() or resolver.resolve(name, note.path) != old:
+                return match.group(0)
+            changed += 1
+            rebuilt = new_text + (hash_sign + heading if hash_sign else "")
+            return f"{match.group(1)}[[{rebuilt}{sep}{alias}]]"
+
+        lines[number] = _WIKILINK.sub(swap, lines[number])
+    return "".join(lines), changed
+
+
+# -- files that are not notes ----------------------------------------------------------------
+
+
+def skip_reason(
+    path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES, size: int | None = None, peek: bool = True
+) -> str | None:
+    """Why a file in the vault is not a note: non-markdown, huge, or (when `peek`ing at its
+    first bytes) binary; None for a note."""
+    if path.suffix.lower() != MARKDOWN_SUFFIX:
+        return f"not markdown ({path.suffix or 'no extension'})"
+    size = path.stat().st_size if size is None else size
+    if size > max_bytes:
+        return f"too large ({size / 1_048_576:.1f} MB > {max_bytes / 1_048_576:.1f} MB)"
+    if not peek:
+        return None
+    with path.open("rb") as handle:
+        head = handle.read(8192)
+    if b"\x00" in head:
+        return "binary content (NUL bytes)"
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # not merely a character cut at the 8 KiB boundary
+            return "not valid UTF-8 text"
+    return None
+
+
+# -- chunks for the index --------------------------------------------------------------------
+
+
+def _split_long(text: str, limit: int) -> list[str]:
+    """Split at blank lines, then lines, then hard, so every piece is at most `limit`."""
+    if len(text) <= limit:
+        return [text]
+    pieces: list[str] = []
+    current = ""
+    for block in re.split(r"(?<=\n)(?=\s*\n)", text):
+        for part in [block] if len(block) <= limit else block.splitlines(keepends=True):
+            while len(part) > limit:
+                pieces.append(part[:limit])
+                part = part[limit:]
+            if len(current) + len(part) > limit and current.strip():
+                pieces.append(current)
+                current = ""
+            current += part
+    if current.strip():
+        pieces.append(current)
+    return pieces
+
+
+def chunk_note(note: Note, *, max_chars: int = CHUNK_MAX_CHARS) -> list[Chunk]:
+    """Chunks by heading: the text before the first heading, then each heading's own text.
+    Each chunk is embedded with the note's title and heading trail for context."""
+    lines = note.lines
+    starts = [(note.body_line, None), *((h.line, h) for h in note.headings)]
+    chunks: list[Chunk] = []
+    trail: list[Heading] = []
+    for index, (start, heading) in enumerate(starts):
+        end = starts[index + 1][0] if index + 1 < len(starts) else len(lines)
+        if heading is not None:
+            trail = [h for h in trail if h.level < heading.level] + [heading]
+        text = "".join(lines[start:end]).strip()
+        if not text:
+            continue
+        label = " > ".join(h.text for h in trail) if heading is not None else ""
+        for piece in _split_long(text, max_chars):
+            piece = piece.strip()
+            if not piece:
+                continue
+            embed_text = f"{note.title}\n{label}\n{piece}" if label else f"{note.title}\n{piece}"
+            chunks.append(
+                Chunk(
+                    path=note.path,
+                    heading=label,
+                    text=piece,
+                    ordinal=len(chunks),
+                    hash=content_hash(embed_text),
+                    embed_text=embed_text,
+                )
+            )
+    if not chunks:
+        embed_text = note.title
+        chunks.append(Chunk(note.path, "", "", 0, content_hash(embed_text), embed_text))
+    return chunks
+
+
+# -- templates ---------------------------------------------------------------------------------
+
+_MOMENT = re.compile(
+    r"\[[^\]]*\]|YYYY|YY|Q|MMMM|MMM|MM|M|DDDD|DDD|Do|DD|D|dddd|ddd|dd|d|E|GGGG|gggg|WW|W|ww|w"
+    r"|HH|H|hh|h|mm|m|ss|s|A|a|X|x|ZZ|Z"
+)
+_TEMPLATE_VARIABLE = re.compile(r"\{\{\s*([\w.-]+)\s*(?::\s*([^}]*?)\s*)?\}\}", re.UNICODE)
+DEFAULT_DATE_FORMAT = "YYYY-MM-DD"
+DEFAULT_TIME_FORMAT = "HH:mm"
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def moment_format(when: dt.datetime, fmt: str) -> str:
+    """Format a date with Moment.js tokens, as Obsidian's templates and daily notes do
+    (`YYYY-MM-DD`, `gggg-[W]ww`, `dddd`, `HH:mm`; `[text]` is literal)."""
+    iso_year, iso_week, iso_day = when.isocalendar()
+    hour12 = when.hour % 12 or 12
+    values = {
+        "YYYY": f"{when.year:04d}",
+        "YY": f"{when.year % 100:02d}",
+        "Q": str((when.month - 1) // 3 + 1),
+        "MMMM": when.strftime("%B"),
+        "MMM": when.strftime("%b"),
+        "MM": f"{when.month:02d}",
+        "M": str(when.month),
+        "DDDD": f"{when.timetuple().tm_yday:03d}",
+        "DDD": str(when.timetuple().tm_yday),
+        "Do": _ordinal(when.day),
+        "DD": f"{when.day:02d}",
+        "D": str(when.day),
+        "dddd": when.strftime("%A"),
+        "ddd": when.strftime("%a"),
+        "dd": when.strftime("%a")[:2],
+        "d": str(when.isoweekday() % 7),
+        "E": str(iso_day),
+        "GGGG": f"{iso_year:04d}",
+        "gggg": f"{iso_year:04d}",
+        "WW": f"{iso_week:02d}",
+        "W": str(iso_week),
+        "ww": f"{iso_week:02d}",
+        "w": str(iso_week),
+        "HH": f"{when.hour:02d}",
+        "H": str(when.hour),
+        "hh": f"{hour12:02d}",
+        "h": str(hour12),
+        "mm": f"{when.minute:02d}",
+        "m": str(when.minute),
+        "ss": f"{when.second:02d}",
+        "s": str(when.second),
+        "A": "AM" if when.hour < 12 else "PM",
+        "a": "am" if when.hour < 12 else "pm",
+        "X": str(int(when.timestamp())),
+        "x": str(int(when.timestamp() * 1000)),
+        "ZZ": when.strftime("%z") or "+0000",
+        "Z": (lambda z: f"{z[:3]}:{z[3:]}")(when.strftime("%z") or "+0000"),
+    }
+    return _MOMENT.sub(
+        lambda m: m.group(0)[1:-1] if m.group(0)[0] == "[" else values[m.group(0)], fmt
+    )
+
+
+def render_template(
+    text: str, *, title: str, now: dt.datetime, variables: dict[str, str] | None = None
+) -> str:
+    """Fill Obsidian template variables: `{{title}}`, `{{date}}`, `{{time}}`, with an
+    optional Moment format (`{{date:YYYY-MM-DD}}`), plus any extra `variables` given.
+    Unknown variables are left as they are."""
+    extra = {key.casefold(): value for key, value in (variables or {}).items()}
+
+    def fill(match: re.Match[str]) -> str:
+        name, fmt = match.group(1).casefold(), match.group(2)
+        if name == "title" and not fmt:
+            return title
+        if name == "date":
+            return moment_format(now, fmt or DEFAULT_DATE_FORMAT)
+        if name == "time":
+            return moment_format(now, fmt or DEFAULT_TIME_FORMAT)
+        if name in extra and not fmt:
+            return str(extra[name])
+        return match.group(0)
+
+    return _TEMPLATE_VARIABLE.sub(fill, text)
