@@ -3,8 +3,22 @@
 The truth lives in an owner table (conclusions, vault chunks); this engine keeps two
 derived indexes of its rows under the same ids: an FTS5 table of bigram/stemmed terms,
 committed in the owner's own transaction, and a vector collection written after it.
-Recall fuses both rankings by weighted reciprocal rank fusion; filters are SQL on the
-owner table, never Chroma `where` clauses. `sync` repairs drift between the two.
+Filters are SQL on the owner table, never Chroma `where` clauses. `sync` repairs drift
+between the two.
+
+A row may also carry a *context*: text around it that is not part of it (the turns
+before and after a dialog turn, say). Context is indexed as a separate field, in its own
+FTS5 table and, when the owner gives the engine a second collection, as vectors of the
+row seen in its surroundings. A row is then found through what surrounds it without its
+own ranking being diluted; rows without context never appear in those rankings.
+
+Recall fuses the rankings (own text and context, full text and vectors) by a weighted sum
+of their scores, each min-max normalised over its own candidate list: the "convex
+combination" of Bruch, Gai and Ingber, "An Analysis of Fusion Functions for Hybrid
+Retrieval" (ACM TOIS 2023). A full-text list that ends before the candidate depth holds
+every match, so its floor is 0 (what a row without a match scores) rather than its last
+match. Weighted reciprocal rank fusion remains an option. Measured on LoCoMo by
+bench/memory_recall_locomo.py (docs/BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -12,7 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import sqlite_utils
 
@@ -51,15 +65,71 @@ class Hit:
     fts_rank: int | None = None
     vector_rank: int | None = None
     similarity: float | None = None
+    context_rank: int | None = None
+    context_vector_rank: int | None = None
+
+
+Fusion = Literal["score", "rrf"]
+# (id, score) pairs, best first; a higher score is better
+Ranking = list[tuple[str, float]]
+
+
+@dataclass
+class Ranked:
+    """One ranking to fuse: `name` ("fts", "vector", "context", "context_vector") picks the
+    Hit field that records a row's rank in it; `floor` is the score of a row left out
+    (None: the last candidate's)."""
+
+    name: str
+    weight: float
+    ranking: Ranking
+    floor: float | None = None
 
 
 @dataclass(frozen=True)
 class Weights:
-    """How much each ranking counts in the fusion; measured on LoCoMo (docs/BENCHMARKS.md)."""
+    """How much each ranking counts in the fusion; measured on LoCoMo (docs/BENCHMARKS.md).
+
+    `fts` and `vector` rank a row by its own text, `context` and `context_vector` by its
+    context (for rows that have one). `candidates` is how deep each ranking is read.
+    `fusion` "score" sums min-max normalised scores, "rrf" sums weight / (rrf_k + rank).
+    """
 
     fts: float = 1.0
     vector: float = 1.0
     candidates: int = 50
+    context: float = 1.0
+    context_vector: float = 0.5
+    fusion: Fusion = "score"
+    rrf_k: int = RRF_K
+
+
+def _min_max(scores: Sequence[float], floor: float | None = None) -> list[float]:
+    """Scores scaled so the best is 1 and `floor` (default: the lowest) is 0; all 1 if tied."""
+    high = max(scores)
+    low = min(scores) if floor is None else min(floor, *scores)
+    if high <= low:
+        return [1.0] * len(scores)
+    return [(score - low) / (high - low) for score in scores]
+
+
+def fuse(rankings: Sequence[Ranked], weights: Weights) -> dict[str, Hit]:
+    """Hits by id, each scored by the weighted sum of its parts in the rankings."""
+    hits: dict[str, Hit] = {}
+    for ranked in rankings:
+        if ranked.weight <= 0 or not ranked.ranking:
+            continue
+        if weights.fusion == "rrf":
+            parts = [1 / (weights.rrf_k + rank) for rank in range(1, len(ranked.ranking) + 1)]
+        else:
+            parts = _min_max([score for _, score in ranked.ranking], ranked.floor)
+        for rank, ((doc_id, score), part) in enumerate(zip(ranked.ranking, parts, strict=True), 1):
+            hit = hits.setdefault(doc_id, Hit(doc_id, 0.0))
+            hit.score += ranked.weight * part
+            setattr(hit, f"{ranked.name}_rank", rank)
+            if ranked.name == "vector":
+                hit.similarity = score
+    return hits
 
 
 class HybridIndex:
@@ -70,56 +140,102 @@ class HybridIndex:
         owner_table: str,
         vectors: Vectors | None,
         weights: Weights | None = None,
+        *,
+        context_vectors: Vectors | None = None,
     ) -> None:
         self.database = database
         self.name = name
         self.fts_table = f"{name}_fts"
+        self.context_table = f"{name}_context_fts"
         self.owner_table = owner_table
         self.vectors = vectors
+        self.context_vectors = context_vectors
         self.weights = weights or Weights()
         migrations = Migrations(f"index:{name}")
-        fts_table = self.fts_table
+        fts_table, context_table = self.fts_table, self.context_table
 
         @migrations
         def m001_fts(db: sqlite_utils.Database) -> None:
             db.execute(f"CREATE VIRTUAL TABLE {fts_table} USING fts5(id UNINDEXED, terms)")
 
+        @migrations
+        def m002_context_fts(db: sqlite_utils.Database) -> None:
+            db.execute(f"CREATE VIRTUAL TABLE {context_table} USING fts5(id UNINDEXED, terms)")
+
         database.migrate(migrations)
 
     # -- writes: FTS inside the owner's transaction, vectors after it ---------------------
 
-    def write_statements(self, doc_id: str, text: str) -> list[Statement]:
-        return [
-            *self.delete_statements(doc_id),
+    def write_statements(
+        self, doc_id: str, text: str, *, context: str | None = None
+    ) -> list[Statement]:
+        """Statements that (re)index one row, for the owner's own transaction; `context`
+        is text around the row (not part of it), indexed as a separate field."""
+        return [*self.delete_statements(doc_id), *self._insert_statements(doc_id, text, context)]
+
+    def _insert_statements(self, doc_id: str, text: str, context: str | None) -> list[Statement]:
+        statements: list[Statement] = [
             (
                 f"INSERT INTO {self.fts_table} (id, terms) VALUES (?, ?)",
                 (doc_id, fts_document(text)),
-            ),
+            )
         ]
+        if context:
+            statements.append(
+                (
+                    f"INSERT INTO {self.context_table} (id, terms) VALUES (?, ?)",
+                    (doc_id, fts_document(context)),
+                )
+            )
+        return statements
 
     def delete_statements(self, doc_id: str) -> list[Statement]:
-        return [(f"DELETE FROM {self.fts_table} WHERE id = ?", (doc_id,))]
+        return [
+            (f"DELETE FROM {self.fts_table} WHERE id = ?", (doc_id,)),
+            (f"DELETE FROM {self.context_table} WHERE id = ?", (doc_id,)),
+        ]
 
-    def embed(self, ids: Sequence[str], texts: Sequence[str]) -> bool:
-        """Write vectors after SQLite committed; a failure is logged and left to `sync`."""
-        if self.vectors is None or not ids:
+    def embed(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        *,
+        contexts: Sequence[str] | None = None,
+    ) -> bool:
+        """Write vectors after SQLite committed; a failure is logged and left to `sync`.
+
+        `contexts`, one per id (the row in its surroundings, e.g. the turn before it and
+        the turn itself), go to the context collection when the index has one."""
+        if not ids:
             return True
-        try:
-            self.vectors.upsert(list(ids), list(texts))
-        except Exception as exc:  # noqa: BLE001 - SQLite holds the truth; sync repairs later
-            log.warning(
-                "%s: vector index write failed, will repair on next sync: %s", self.name, exc
-            )
-            return False
-        return True
+        written = True
+        for vectors, values, what in (
+            (self.vectors, texts, "vector index"),
+            (self.context_vectors, contexts, "context vector index"),
+        ):
+            if vectors is None or values is None:
+                continue
+            try:
+                vectors.upsert(list(ids), list(values))
+            except Exception as exc:  # noqa: BLE001 - SQLite holds the truth; sync repairs
+                log.warning(
+                    "%s: %s write failed, will repair on next sync: %s", self.name, what, exc
+                )
+                written = False
+        return written
 
     def unembed(self, ids: Sequence[str]) -> None:
-        if self.vectors is None or not ids:
+        if not ids:
             return
-        try:
-            self.vectors.delete(list(ids))
-        except Exception as exc:  # noqa: BLE001 - a stale vector is filtered out by SQL anyway
-            log.warning("%s: vector delete failed, will repair on next sync: %s", self.name, exc)
+        for vectors in (self.vectors, self.context_vectors):
+            if vectors is None:
+                continue
+            try:
+                vectors.delete(list(ids))
+            except Exception as exc:  # noqa: BLE001 - a stale vector is filtered out by SQL
+                log.warning(
+                    "%s: vector delete failed, will repair on next sync: %s", self.name, exc
+                )
 
     # -- recall -----------------------------------------------------------------------------
 
@@ -135,37 +251,54 @@ class HybridIndex:
         """Top-k owner ids for `query`, restricted by the SQL condition `where` on the owner."""
         weights = weights or self.weights
         n = max(weights.candidates, k)
-        fts_ids = self._fts(query, n, where, params) if weights.fts > 0 else []
-        vector_hits = self._vector(query, n, where, params) if weights.vector > 0 else []
-        hits: dict[str, Hit] = {}
-        for rank, doc_id in enumerate(fts_ids, start=1):
-            hit = hits.setdefault(doc_id, Hit(doc_id, 0.0))
-            hit.fts_rank = rank
-            hit.score += weights.fts / (RRF_K + rank)
-        for rank, (doc_id, similarity) in enumerate(vector_hits, start=1):
-            hit = hits.setdefault(doc_id, Hit(doc_id, 0.0))
-            hit.vector_rank, hit.similarity = rank, similarity
-            hit.score += weights.vector / (RRF_K + rank)
+        rankings: list[Ranked] = []
+        for name, weight, table in (
+            ("fts", weights.fts, self.fts_table),
+            ("context", weights.context, self.context_table),
+        ):
+            if weight > 0:
+                found = self._fts_ranking(table, query, n, where, params)
+                # a list shorter than n holds every match: a row outside it scores 0
+                rankings.append(Ranked(name, weight, found, 0.0 if len(found) < n else None))
+        if weights.vector > 0:
+            found = self._vector(query, n, where, params)
+            rankings.append(Ranked("vector", weights.vector, found))
+        if weights.context_vector > 0 and self.context_vectors is not None:
+            found = self._nearest(self.context_vectors, query, n, where, params)
+            rankings.append(Ranked("context_vector", weights.context_vector, found))
+        hits = fuse(rankings, weights)
         return sorted(hits.values(), key=lambda hit: -hit.score)[:k]
 
     def _fts(self, query: str, n: int, where: str, params: Sequence[Any]) -> list[str]:
+        return [doc_id for doc_id, _ in self._fts_ranking(self.fts_table, query, n, where, params)]
+
+    def _fts_ranking(
+        self, table: str, query: str, n: int, where: str, params: Sequence[Any]
+    ) -> Ranking:
+        """The best BM25 matches in one FTS table as (id, -bm25): higher is better."""
         expression = fts_query(query)
         if expression is None:
             return []
         rows = self.database.query(
-            f"SELECT f.id AS id FROM {self.fts_table} f JOIN {self.owner_table} o ON o.id = f.id "
-            f"WHERE {self.fts_table} MATCH ? AND ({where}) ORDER BY bm25({self.fts_table}) LIMIT ?",
+            f"SELECT f.id AS id, -bm25({table}) AS score FROM {table} f "
+            f"JOIN {self.owner_table} o ON o.id = f.id "
+            f"WHERE {table} MATCH ? AND ({where}) ORDER BY bm25({table}) LIMIT ?",
             [expression, *params, n],
         )
-        return [row["id"] for row in rows]
+        return [(row["id"], row["score"]) for row in rows]
 
     def _vector(
         self, query: str, n: int, where: str, params: Sequence[Any]
     ) -> list[tuple[str, float]]:
-        if self.vectors is None or not query.strip():
+        return self._nearest(self.vectors, query, n, where, params)
+
+    def _nearest(
+        self, vectors: Vectors | None, query: str, n: int, where: str, params: Sequence[Any]
+    ) -> list[tuple[str, float]]:
+        if vectors is None or not query.strip():
             return []
         try:
-            found = self.vectors.query(query, n * 4)
+            found = vectors.query(query, n * 4)
         except Exception as exc:  # noqa: BLE001 - full-text recall still answers
             log.warning("%s: vector search failed, using full-text only: %s", self.name, exc)
             return []
@@ -209,6 +342,7 @@ class HybridIndex:
 
         `rows` yields (id, text) for every row that should be indexed. Missing vectors are
         added, stray ones deleted; a changed embedding model, or `full`, re-embeds all.
+        The context collection, if any, is not touched: its texts are not the rows' own.
         """
         vectors = vectors or self.vectors
         if vectors is None:
@@ -235,16 +369,16 @@ class HybridIndex:
             )
         return {"added": len(missing), "removed": len(stray)}
 
-    def rebuild_fts(self, rows: Iterable[tuple[str, str]]) -> int:
-        statements: list[Statement] = [(f"DELETE FROM {self.fts_table}", ())]
+    def rebuild_fts(self, rows: Iterable[tuple[str, str] | tuple[str, str, str | None]]) -> int:
+        """Refill the full-text tables from (id, text) or (id, text, context) rows."""
+        statements: list[Statement] = [
+            (f"DELETE FROM {self.fts_table}", ()),
+            (f"DELETE FROM {self.context_table}", ()),
+        ]
         count = 0
-        for doc_id, text in rows:
-            statements.append(
-                (
-                    f"INSERT INTO {self.fts_table} (id, terms) VALUES (?, ?)",
-                    (doc_id, fts_document(text)),
-                )
-            )
+        for row in rows:
+            context = row[2] if len(row) > 2 else None
+            statements.extend(self._insert_statements(row[0], row[1], context))
             count += 1
         self.database.write_many(statements)
         return count

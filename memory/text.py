@@ -15,7 +15,11 @@ from functools import lru_cache
 
 import snowballstemmer
 
-_RUNS = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+|[^\W_]+", re.UNICODE)
+_RUNS = re.compile(
+    r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+|[^\W_]+(?:['\u2019][^\W_]+)*", re.UNICODE
+)
+# English clitics dropped from a word: "Melanie's" is "melanie", "don't" is "don"
+_CLITICS = frozenset({"s", "t", "re", "ve", "ll", "d", "m"})
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 STOP_WORDS = frozenset(
     """
@@ -27,6 +31,7 @@ STOP_WORDS = frozenset(
     themselves then there these they this those through to too under until up very was we were
     what when where which while who whom why will with would you your yours yourself yourselves
     did does said say says tell told know
+    aren couldn didn doesn don hadn hasn haven isn shouldn wasn weren wouldn
     的 了 是 在 我 你 他 她 它 们 吗 呢 吧 啊 和 与 也 就
     都 还 又 这 那 什么 怎么 哪 个 一个 有 没有 关于
     """.split()  # noqa: SIM905 - a word list reads better as text
@@ -47,6 +52,14 @@ def _normalise(text: str) -> str:
     return unicodedata.normalize("NFKC", text).lower()
 
 
+def _words(run: str) -> list[str]:
+    """A Latin run split at apostrophes, without a trailing clitic ("'s", "n't" as "'t")."""
+    parts = run.replace("\u2019", "'").split("'")
+    if len(parts) > 1 and parts[-1] in _CLITICS:
+        parts.pop()
+    return parts
+
+
 def index_terms(text: str) -> list[str]:
     """Terms stored for a document."""
     terms: list[str] = []
@@ -55,7 +68,7 @@ def index_terms(text: str) -> list[str]:
             terms.extend(run)
             terms.extend(run[i : i + 2] for i in range(len(run) - 1))
         else:
-            terms.append(_stem(run))
+            terms.extend(_stem(word) for word in _words(run))
     return terms
 
 
@@ -66,7 +79,7 @@ def query_terms(text: str) -> list[str]:
         if _CJK.match(run):
             terms.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
         else:
-            terms.append(run)
+            terms.extend(_words(run))
     kept = [term for term in terms if term not in STOP_WORDS] or terms
     stemmed = [term if _CJK.match(term) else _stem(term) for term in kept]
     return list(dict.fromkeys(stemmed))
