@@ -81,8 +81,20 @@ def explicit_request(text: str) -> Candidate | None:
     return classify(body) if body else None
 
 
+_NOT_A_STATEMENT = re.compile(
+    r"^\s*(?:please\s+)?(?:forget|what|who|where|when|why|how|do you|did we|can you|could you)\b"
+    r"|^\s*(?:请|帮我)?(?:忘掉|忘记|删除记忆|别再记得)|^\s*(?:关于|你还?记得)",
+    re.IGNORECASE,
+)
+
+
 def from_user_message(text: str) -> list[Candidate]:
-    """Conclusions a user message states on its own (used when a span is summarised)."""
+    """Conclusions a user message states on its own (used when a span is summarised).
+
+    Requests and questions ("forget that I prefer tea", "what do you know about …") are
+    not statements, even when they quote one."""
+    if _NOT_A_STATEMENT.search(text):
+        return []
     explicit = explicit_request(text)
     if explicit is not None:
         return [explicit]

@@ -92,6 +92,11 @@ _GREETING = re.compile(
     r"[\s!！。.,，~]*(呀|啊)?[\s!！。.]*$",
     re.IGNORECASE,
 )
+_THANKS = re.compile(
+    r"^(thanks|thank you|thx|ty|谢谢|多谢|感谢|谢啦)[\s!！。.,，~]*(a lot|so much|你)?[\s!！。.]*$",
+    re.IGNORECASE,
+)
+_ARITHMETIC_INSIDE = re.compile(r"\d\s*(?:[+\-*/×÷^%]|加|减|乘|除|的\s*\d+\s*次方)\s*\(?\d")
 _IDENTITY = re.compile(
     r"你是谁|你是什么|你叫什么|你能做什么|你会什么|who are you|what are you|"
     r"what can you do|your name",
@@ -107,23 +112,31 @@ class SmallTalkIntent:
     examples: tuple[str, ...] = ("你好 / hello", "你是谁 / who are you")
 
     def respond(self, view: PlannerView) -> PlannerStep | None:
-        if _GREETING.match(view.user_text):
+        text = view.user_text
+        if _GREETING.match(text):
             return PlannerStep(
                 answer=view.say(
-                    "Hello! I'm your local assistant. Ask me to calculate something, or "
-                    "ask who I am to hear what I can do offline.",
-                    "你好！我是你的本地助理。可以让我算点东西，或者问我“你是谁”了解我离线能做什么。",
+                    "Hello! I'm your local assistant. Ask me to calculate something, to "
+                    "remember or recall something, or about your notes; ask who I am to hear "
+                    "what I can do offline.",
+                    "你好！我是你的本地助理。可以让我算点东西、记住或回忆事情、查找和整理笔记；"
+                    "问我“你是谁”可以了解我离线能做什么。",
                 )
             )
-        if _IDENTITY.search(view.user_text):
+        if _THANKS.match(text):
+            return PlannerStep(answer=view.say("You're welcome!", "不客气！"))
+        if _IDENTITY.search(text) and not _ARITHMETIC_INSIDE.search(text):
             return PlannerStep(
                 answer=view.say(
                     "I'm a local personal assistant. Right now no model endpoint is "
-                    "configured, so I run on a built-in offline planner: I can do arithmetic "
-                    "(English or Chinese) and follow-ups on the last result. Configure a "
-                    "model (OPENAI_BASE_URL, ASSISTANT_MODEL) for open questions.",
+                    "configured, so I run on a built-in offline planner: arithmetic (English "
+                    "or Chinese, with follow-ups on the last result), remembering, recalling "
+                    "and forgetting facts, and your notes (search, read, the weekly report "
+                    "from its template, today's daily note). Configure a model "
+                    "(OPENAI_BASE_URL, ASSISTANT_MODEL) for open questions.",
                     "我是运行在你电脑上的个人助理。目前没有配置模型接口，所以由内置的离线规划器"
-                    "回答：可以做中英文算术，也能接着上一个结果继续算。配置模型"
+                    "回答：中英文算术（能接着上一个结果继续算）、记住/回忆/忘掉事情、笔记"
+                    "（搜索、打开、用模板写周报、记今天的日记）。配置模型"
                     "（OPENAI_BASE_URL、ASSISTANT_MODEL）后可以回答开放式问题。",
                 )
             )

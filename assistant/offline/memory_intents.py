@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assistant.offline.planner import PlannerStep, PlannerView
-from memory.extraction import explicit_request
+from memory.extraction import explicit_request, from_user_message
 
 _RECALL = [
     re.compile(p, re.IGNORECASE)
@@ -42,7 +42,7 @@ class RememberIntent:
     examples: tuple[str, ...] = ("remember that my dentist is Dr. Li", "记住我们决定下周三发布")
 
     def respond(self, view: PlannerView) -> PlannerStep | None:
-        candidate = explicit_request(view.user_text)
+        candidate = explicit_request(view.user_text) or self.stated(view.user_text)
         if candidate is None:
             return None
         result = _result(view, "memory_remember")
@@ -68,6 +68,12 @@ class RememberIntent:
         if replaced:
             answer += view.say(f" (this replaces: {replaced})", f"（替换了之前的：{replaced}）")
         return PlannerStep(answer=answer)
+
+    @staticmethod
+    def stated(text: str) -> Any:
+        """ "my dentist is Dr. Li", "I prefer tea", "我们决定…": worth keeping unasked."""
+        found = from_user_message(text)
+        return found[0] if found else None
 
 
 @dataclass
