@@ -95,7 +95,8 @@ class Assistant:
     ) -> None:
         settings = self.settings
         self.model = model or build_model(settings)
-        self.redactor = Redactor()
+        safety = settings.safety
+        self.redactor = Redactor(safety.patterns, enabled=safety.redact)
         self.database = Database(settings.database_path)
         self.working = WorkingMemory(self.database)
         self.traces = TraceStore(self.database, self.redactor)
@@ -132,6 +133,7 @@ class Assistant:
             workers=limits.parallel_tools,
             cache_ttl_s=limits.cache_ttl_s,
             pending=self.pending,
+            redact=self.redactor.data if safety.redact_tool_results else None,
         )
 
     def _open_vault(self) -> tuple[Any, Any]:

@@ -165,11 +165,34 @@ class WatchRule(_Section):
         return prompt
 
 
+class SafetySettings(_Section):
+    """Redaction of secrets and personal identifiers (SPEC S4)."""
+
+    redact: bool = Field(True, description="Mask secrets before memory and traces.")
+    redact_tool_results: bool = Field(True, description="Also in tool results sent to the model.")
+    patterns: dict[str, str] = Field(
+        default_factory=dict, description="Extra patterns: kind -> regular expression."
+    )
+
+    @field_validator("patterns")
+    @classmethod
+    def _compiles(cls, patterns: dict[str, str]) -> dict[str, str]:
+        for kind, pattern in patterns.items():
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(
+                    f"pattern {kind!r} is not a valid regular expression: {exc}"
+                ) from exc
+        return patterns
+
+
 class Settings(_Section):
     home: Path
     model: ModelSettings = Field(default_factory=ModelSettings)
     loop: LoopLimits = Field(default_factory=LoopLimits)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    safety: SafetySettings = Field(default_factory=SafetySettings)
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     jobs: JobSettings = Field(default_factory=JobSettings)
     watch: list[WatchRule] = Field(default_factory=list)

@@ -107,10 +107,12 @@ class ToolRunner:
         workers: int = 4,
         cache_ttl_s: float = 600.0,
         pending: PendingActions | None = None,
+        redact: Callable[[Any], Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.registry = registry
         self.pending = pending
+        self.redact = redact
         self.result_budget = result_budget
         self.default_timeout_s = default_timeout_s
         self.cache_ttl_s = cache_ttl_s
@@ -390,8 +392,10 @@ class ToolRunner:
     def _outcome(
         self, call: PreparedCall, status: str, payload: Any, duration_ms: float | None = None
     ) -> CallOutcome:
-        """`duration_ms` is None for calls that never ran (refused, cached, invalid)."""
-        content, truncated = fit_result(payload, self.result_budget)
+        """`duration_ms` is None for calls that never ran (refused, cached, invalid).
+        What the model sees is redacted (S4); the full result stays for the trace."""
+        shown = self.redact(payload) if self.redact is not None else payload
+        content, truncated = fit_result(shown, self.result_budget)
         return CallOutcome(
             call_id=call.call_id,
             name=call.name,
