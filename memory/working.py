@@ -150,7 +150,7 @@ class WorkingMemory:
         message: Message = {"role": row["role"], "content": row["content"]}
         if row["tool_calls"]:
             message["tool_calls"] = json.loads(row["tool_calls"])
-        if row["tool_call_id"]:
+        if row["tool_call_id"] is not None:  # an empty id is still an id
             message["tool_call_id"] = row["tool_call_id"]
         return message
 

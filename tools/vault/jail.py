@@ -66,7 +66,14 @@ class VaultJail:
             )
         for part in parts:
             self._check_component(part, raw)
+            self._check_length(part, raw)
         return parts
+
+    @staticmethod
+    def _check_length(part: str, raw: str) -> None:
+        # no file system holds such a name: refuse it rather than fail in stat() (ENAMETOOLONG)
+        if len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+            raise ToolError("INVALID_PATH", f"{raw!r}: the name {part[:40]!r}... is too long")
 
     @staticmethod
     def _check_component(part: str, raw: str) -> None:
@@ -108,6 +115,7 @@ class VaultJail:
                     f"{'written' if for_write else 'read'}",
                 )
             parts[-1] += MARKDOWN_SUFFIX
+            self._check_length(parts[-1], str(path))
         if for_write:
             for part in parts:
                 if _FORBIDDEN_IN_NAMES.search(part):
