@@ -74,6 +74,11 @@ class OpenAIChatModel:
                 time.sleep(pause)
                 attempt += 1
                 continue
+            except ValueError as exc:  # a 200 whose body is cut short or is not JSON at all
+                raise ModelReplyError(
+                    f"{self.endpoint} (model {self.name}) gave an unusable reply: "
+                    f"the body is not valid JSON ({exc})"
+                ) from exc
             return self._reply(completion, messages)
 
     def _retry_pause(self, exc: Exception, attempt: int) -> float | None:

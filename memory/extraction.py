@@ -12,11 +12,15 @@ import re
 
 from pydantic import BaseModel, Field
 
+MAX_TEXT_CHARS = 1000  # the longest conclusion kept
+
 
 class Candidate(BaseModel):
     """One conclusion worth keeping; also the schema a model fills in (structured output)."""
 
-    text: str = Field(min_length=1, max_length=1000, description="The conclusion, self-contained.")
+    text: str = Field(
+        min_length=1, max_length=MAX_TEXT_CHARS, description="The conclusion, self-contained."
+    )
     kind: str = Field("fact", pattern="^(fact|preference|decision|note)$")
     subject: str | None = Field(
         None, max_length=80, description="What it is about, when a later value may replace it."
@@ -93,8 +97,8 @@ def from_user_message(text: str) -> list[Candidate]:
 
     Requests and questions ("forget that I prefer tea", "what do you know about …") are
     not statements, even when they quote one."""
-    if _NOT_A_STATEMENT.search(text):
-        return []
+    if _NOT_A_STATEMENT.search(text) or len(text.strip()) > MAX_TEXT_CHARS:
+        return []  # a long message is not one crisp conclusion (and would not fit one)
     explicit = explicit_request(text)
     if explicit is not None:
         return [explicit]

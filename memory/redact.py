@@ -20,7 +20,10 @@ DEFAULT_PATTERNS: dict[str, str] = {
     "secret": r"(?P<keep>(?<![A-Za-z0-9_-])(?i:api[_-]?key|access[_-]?token|auth[_-]?token|"
     r"token|secret|password|passwd|pwd|密码|口令|密钥)(?:\s*(?:is|是|为))?\s*[:=：]?\s*)"
     r"(?![\[=:：])(?=[^\s\"',;，。]*[\d_\-!@#$%^&*])[^\s\"',;，。]{6,}",
-    "email": r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}\b",
+    # bounded parts (RFC 5321: a local part <= 64, a label <= 63): an unbounded `+` here
+    # made a megabyte without "@" (say "1+1+1+...") take quadratic time at every position
+    "email": r"\b[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}"
+    r"(?:\.[A-Za-z0-9\-]{1,63})*\.[A-Za-z]{2,}\b",
     "phone": r"(?<![A-Za-z0-9])(?:\+?86[\s\-]?)?1[3-9]\d(?:[\s\-]?\d{4}){2}(?!\d)"
     r"|(?<![A-Za-z0-9])\+\d{1,3}[\s\-]?\(?\d{1,4}\)?(?:[\s\-]?\d{2,4}){2,3}(?!\d)",
 }

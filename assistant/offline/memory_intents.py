@@ -6,8 +6,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from assistant.offline.planner import PlannerStep, PlannerView
-from memory.extraction import explicit_request, from_user_message
+from memory.extraction import MAX_TEXT_CHARS, explicit_request, from_user_message
 
 _RECALL = [
     re.compile(p, re.IGNORECASE)
@@ -42,7 +44,15 @@ class RememberIntent:
     examples: tuple[str, ...] = ("remember that my dentist is Dr. Li", "记住我们决定下周三发布")
 
     def respond(self, view: PlannerView) -> PlannerStep | None:
-        candidate = explicit_request(view.user_text) or self.stated(view.user_text)
+        try:
+            candidate = explicit_request(view.user_text) or self.stated(view.user_text)
+        except ValidationError:  # longer than a conclusion may be
+            return PlannerStep(
+                answer=view.say(
+                    f"I could not store that: a memory holds at most {MAX_TEXT_CHARS} characters.",
+                    f"没能记下来：一条记忆最多 {MAX_TEXT_CHARS} 个字符。",
+                )
+            )
         if candidate is None:
             return None
         result = _result(view, "memory_remember")
