@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from clirun import run_cli
 
 from assistant.app import Assistant
 from assistant.config import load_settings
@@ -149,15 +149,7 @@ def test_a_second_owner_of_the_data_directory_is_refused(assistant: Assistant) -
 
 
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ASSISTANT_"))}
-    env["ASSISTANT_HOME"] = str(home)
-    return subprocess.run(
-        [sys.executable, "-m", "assistant", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    return run_cli(home, *args)
 
 
 def test_cross_session_recall_through_the_cli(tmp_path: Path) -> None:

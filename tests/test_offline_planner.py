@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from clirun import run_cli
 
 from assistant.app import Assistant
 from assistant.config import load_settings
@@ -90,19 +91,7 @@ def test_dates_and_phone_numbers_are_not_arithmetic(offline: Assistant) -> None:
 
 
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in {"OPENAI_BASE_URL", "OPENAI_API_KEY", "ASSISTANT_MODEL", "ASSISTANT_CONFIG"}
-    }
-    env["ASSISTANT_HOME"] = str(home)
-    return subprocess.run(
-        [sys.executable, "-m", "assistant", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    return run_cli(home, *args)
 
 
 def test_cli_ask_prints_only_the_answer(tmp_path: Path) -> None:

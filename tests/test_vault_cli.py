@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from clirun import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,15 +21,7 @@ def vault(tmp_path: Path) -> Path:
 
 
 def _cli(home: Path, vault: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ASSISTANT_"))}
-    env.update(ASSISTANT_HOME=str(home / "data"), ASSISTANT_VAULT=str(vault))
-    return subprocess.run(
-        [sys.executable, "-m", "assistant", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=180,
-    )
+    return run_cli(home / "data", *args, vault=vault)
 
 
 def test_list_read_and_search_with_json(tmp_path: Path, vault: Path) -> None:
