@@ -7,7 +7,7 @@ something was there. Patterns are data: callers add their own.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 DEFAULT_PATTERNS: dict[str, str] = {
@@ -36,7 +36,6 @@ class Redactor:
         merged = {**DEFAULT_PATTERNS, **(patterns or {})}
         self.enabled = enabled
         self.kinds = list(merged)
-        self._separate = {kind: re.compile(pattern) for kind, pattern in merged.items()}
         self._combined = re.compile(
             "|".join(
                 f"(?P<k{n}>{pattern.replace('(?P<keep>', f'(?P<keep{n}>')})"
@@ -73,9 +72,3 @@ class Redactor:
         if isinstance(value, list | tuple):
             return [self.data(item) for item in value]
         return value
-
-    def kinds_found(self, value: str) -> list[str]:
-        return [kind for kind, pattern in self._separate.items() if pattern.search(value)]
-
-    def all(self, values: Iterable[str]) -> list[str]:
-        return [self.text(value) for value in values]

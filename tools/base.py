@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, get_args, get_origin, get_type_hints
 
@@ -111,7 +111,6 @@ class Tool:
     takes_context: bool = False
     spread_args: bool = False
     preview: Callable[[BaseModel, ToolContext], ActionPreview] | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
 
     @property
     def group(self) -> str:
