@@ -15,8 +15,8 @@ from tools.vault.notes import (
     moment_format,
     parse_links,
     parse_note,
+    relink,
     render_template,
-    rewrite_links,
     section_text,
     skip_reason,
     tag_matches,
@@ -151,14 +151,66 @@ def test_same_named_notes_prefer_the_same_folder() -> None:
     assert resolver.link_text("A/Index.md") == "A/Index"
 
 
-def test_rewrite_links_keeps_headings_and_aliases_and_skips_code() -> None:
-    raw = "See [[Old]], [[Old#Part|alias]], ![[Old]] and [[Older]].\n```\n[[Old]]\n```\n"
+def test_relink_keeps_headings_and_aliases_and_skips_code() -> None:
+    raw = (
+        "See [[Old]], [[Old#Part|alias]], ![[Old]] and [[Older]]; `[[Old]]` stays.\n"
+        "```\n[[Old]] [x](Old.md)\n```\n"
+    )
     note = parse_note("x.md", raw)
-    text, count = rewrite_links(note, "Old.md", "New", LinkResolver(["Old.md", "Older.md", "x.md"]))
+    old = LinkResolver(["Old.md", "Older.md", "x.md"])
+    new = LinkResolver(["New.md", "Older.md", "x.md"])
+    text, count = relink(note, "x.md", old, new, {"Old.md": "New.md"})
     assert count == 3
-    assert text.splitlines()[0] == "See [[New]], [[New#Part|alias]], ![[New]] and [[Older]]."
-    assert text.splitlines()[2] == "[[Old]]"
+    assert text.splitlines()[0] == (
+        "See [[New]], [[New#Part|alias]], ![[New]] and [[Older]]; `[[Old]]` stays."
+    )
+    assert text.splitlines()[2] == "[[Old]] [x](Old.md)"
     assert parse_links("[[a|b]]")[0].alias == "b"
+
+
+def test_relink_rewrites_markdown_links_in_their_own_style() -> None:
+    raw = (
+        "---\nrelated: '[[My Note]]'\n---\n"
+        '[a](A/My%20Note.md) [b](../A/My%20Note.md#Some%20heading) [c](<A/My Note.md> "t")\n'
+        "[d](My%20Note.md) ![e](/A/My%20Note.md) [f](https://example.com/My%20Note.md)\n"
+        "[ref]: A/My%20Note.md\n[^1]: My Note is a footnote, not a link\n"
+    )
+    note = parse_note("B/src.md", raw)
+    old = LinkResolver(["A/My Note.md", "B/src.md"])
+    new = LinkResolver(["C/Your Note (draft).md", "B/src.md"])
+    text, count = relink(note, "B/src.md", old, new, {"A/My Note.md": "C/Your Note (draft).md"})
+    assert count == 7
+    assert text == (
+        "---\nrelated: '[[Your Note (draft)]]'\n---\n"
+        "[a](C/Your%20Note%20%28draft%29.md) [b](../C/Your%20Note%20%28draft%29.md#Some%20heading)"
+        ' [c](<C/Your Note (draft).md> "t")\n'
+        "[d](Your%20Note%20%28draft%29.md) ![e](/C/Your%20Note%20%28draft%29.md)"
+        " [f](https://example.com/My%20Note.md)\n"
+        "[ref]: C/Your%20Note%20%28draft%29.md\n[^1]: My Note is a footnote, not a link\n"
+    )
+
+
+def test_relink_keeps_the_moved_notes_own_relative_links_pointing_right() -> None:
+    raw = "[peer](Peer.md) [up](../Top.md) [[Peer]] ![img](../Attachments/pic.png)\n"
+    raw += "[same](./Peer.md)\n"
+    note = parse_note("A/Moved.md", raw)
+    paths = ["A/Moved.md", "A/Peer.md", "Top.md"]
+    old = LinkResolver(paths)
+    new = LinkResolver(["B/C/Moved.md", "A/Peer.md", "Top.md"])
+    text, count = relink(
+        note,
+        "B/C/Moved.md",
+        old,
+        new,
+        {"A/Moved.md": "B/C/Moved.md"},
+        file_exists=lambda rel: rel == "Attachments/pic.png",
+    )
+    # a bare name still finds its note from anywhere; relative paths are recomputed
+    assert text.splitlines() == [
+        "[peer](Peer.md) [up](../../Top.md) [[Peer]] ![img](../../Attachments/pic.png)",
+        "[same](../../A/Peer.md)",
+    ]
+    assert count == 3
 
 
 def test_files_that_are_not_notes_are_skipped_with_a_reason(tmp_path: Path) -> None:

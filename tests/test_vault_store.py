@@ -142,6 +142,42 @@ def test_move_updates_links_across_the_vault_and_undo_restores_all(vault: Vault)
     assert _snapshot(vault.root) == {**before}
 
 
+def test_move_updates_every_link_form_and_leaves_code_alone(vault: Vault) -> None:
+    links = (
+        '---\nrelated: "[[Release Checklist]]"\n---\n'
+        "- [[Release Checklist|the checklist]] and [[Release Checklist#Rollback]]\n"
+        "- ![[Release Checklist]] and [[Projects/Release Checklist]]\n"
+        "- [md](Projects/Release%20Checklist.md)\n"
+        "- [rel](../Projects/Release%20Checklist.md#Rollback)\n"
+        '- [angle](<../Projects/Release Checklist.md> "title")\n'
+        "- [web](https://x.org/Release%20Checklist.md)\n"
+        "- inline `[[Release Checklist]]` and `[x](../Projects/Release%20Checklist.md)` stay\n"
+        "```\n[[Release Checklist]] [x](../Projects/Release%20Checklist.md)\n```\n"
+    )
+    vault.create("Inbox/Links.md", links)
+    before = _snapshot(vault.root)
+    result = vault.move("Projects/Release Checklist.md", "Archive/Launch Day")
+    text = _text(vault, "Inbox/Links.md")
+    assert text == (
+        '---\nrelated: "[[Launch Day]]"\n---\n'
+        "- [[Launch Day|the checklist]] and [[Launch Day#Rollback]]\n"
+        "- ![[Launch Day]] and [[Archive/Launch Day]]\n"
+        "- [md](Archive/Launch%20Day.md)\n"
+        "- [rel](../Archive/Launch%20Day.md#Rollback)\n"
+        '- [angle](<../Archive/Launch Day.md> "title")\n'
+        "- [web](https://x.org/Release%20Checklist.md)\n"
+        "- inline `[[Release Checklist]]` and `[x](../Projects/Release%20Checklist.md)` stay\n"
+        "```\n[[Release Checklist]] [x](../Projects/Release%20Checklist.md)\n```\n"
+    )
+    assert "update 8 link(s) in Inbox/Links.md" in vault.journal()[0]["summary"]
+    assert {c["path"] for c in result.changes if c["op"] == "link_update"} >= {
+        "Inbox/Links.md",
+        "Projects/Project Phoenix.md",
+    }
+    vault.undo()
+    assert _snapshot(vault.root) == before
+
+
 def test_renaming_in_place_and_refusing_to_move_onto_a_note(vault: Vault) -> None:
     assert vault.move("People/Alice Chen.md", "Alice").path == "People/Alice.md"
     with pytest.raises(ToolError) as taken:

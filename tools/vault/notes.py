@@ -4,6 +4,8 @@ A note is YAML frontmatter (parsed with python-frontmatter's YAML handler; broke
 frontmatter is reported and the note stays readable), a body with ATX headings and their
 sections, `[[wikilinks]]` (with `#heading` and `|alias`), and tags from the frontmatter
 and inline `#tags`. Code blocks, inline code and comments hold no headings, links or tags.
+`relink` rewrites every form of link (wikilinks, embeds, markdown links, references)
+when notes move, so that each still points at the note it pointed at.
 Every function here is pure: paths in, values out; the `Vault` does the file I/O.
 """
 
@@ -11,11 +13,13 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import posixpath
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import unquote
 
 import yaml
 from frontmatter.default_handlers import YAMLHandler
@@ -32,6 +36,30 @@ _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _COMMENTS = re.compile(r"<!--.*?-->|%%.*?%%", re.DOTALL)
 _MD_LINK_URL = re.compile(r"\]\([^)\s]*\)|<?https?://\S+")
 _INLINE_TAG = re.compile(r"(?<![\w/#&\]])#([\w/-]*[^\W\d_][\w/-]*)", re.UNICODE)
+# `[text](dest "title")` / `![alt](<dest with spaces>)`: one level of brackets in the text,
+# balanced parentheses in a bare destination
+_MD_LINK = re.compile(
+    r"!?\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]"
+    r"\([ \t]*(?:<([^<>\n]*)>|((?:[^()\s]|\([^()\s]*\))+))"
+    r"(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*\)"
+)
+# `[label]: dest` reference definitions (not `[^1]:` footnotes)
+_MD_REFERENCE = re.compile(r"^[ ]{0,3}\[(?!\^)[^\]\n]+\]:[ \t]*(?:<([^<>\n]*)>|(\S+))")
+_URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+# what a markdown link destination cannot hold as is
+_URL_ESCAPES = {
+    "%": "%25",
+    " ": "%20",
+    "\t": "%09",
+    "(": "%28",
+    ")": "%29",
+    "<": "%3C",
+    ">": "%3E",
+    "#": "%23",
+    "[": "%5B",
+    "]": "%5D",
+}
 
 
 @dataclass(frozen=True)
@@ -192,13 +220,27 @@ def _code_lines(lines: Sequence[str]) -> set[int]:
     return inside
 
 
+def _blank(text: str) -> str:
+    """Spaces for every character but line breaks: offsets and line numbers stay put."""
+    return "".join(ch if ch in _LINE_BREAKS else " " for ch in text)
+
+
+def _masked_lines(raw: str) -> list[str]:
+    """The raw lines (ends kept) with comments and inline code blanked out; fenced code
+    lines are left to the caller (`_code_lines`)."""
+    text = _COMMENTS.sub(lambda m: _blank(m.group(0)), raw)
+    return [
+        _INLINE_CODE.sub(lambda m: " " * len(m.group(0)), line)
+        for line in text.splitlines(keepends=True)
+    ]
+
+
 def _prose_lines(raw: str, first_line: int) -> list[tuple[int, str]]:
     """(line number, text) of body lines outside code, with inline code and comments blanked."""
-    text = _COMMENTS.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), raw)
-    lines = text.splitlines()
+    lines = [line.rstrip(_LINE_BREAKS) for line in _masked_lines(raw)]
     code = _code_lines(lines)
     return [
-        (number, _INLINE_CODE.sub(lambda m: " " * len(m.group(0)), line))
+        (number, line)
         for number, line in enumerate(lines)
         if number >= first_line and number not in code
     ]
@@ -318,11 +360,10 @@ class LinkResolver:
         key = target.casefold()
         if "/" in target:
             if source is not None:
-                folder = str(PurePosixPath(source).parent)
-                relative = str(PurePosixPath(folder, target)) if folder != "." else target
+                relative = posixpath.normpath(posixpath.join(posixpath.dirname(source), target))
                 if relative.casefold() in self._by_path:
                     return self._by_path[relative.casefold()]
-            return self._by_path.get(key)
+            return self._by_path.get(posixpath.normpath(target).casefold())
         candidates = self._by_name.get(key, [])
         if len(candidates) <= 1:
             return candidates[0] if candidates else None
@@ -332,6 +373,10 @@ class LinkResolver:
                 if PurePosixPath(candidate).parent == folder:
                     return candidate
         return min(candidates, key=lambda p: (p.count("/"), len(p), p))
+
+    def has(self, path: str) -> bool:
+        """Is there a note at `path` (from the vault root, `.md` optional)?"""
+        return _without_md(path).casefold() in self._by_path
 
     def unique_name(self, path: str) -> bool:
         return len(self._by_name.get(note_title(path).casefold(), [])) == 1
@@ -360,32 +405,130 @@ def backlinks(notes: Iterable[Note], target: str, resolver: LinkResolver) -> lis
     return found
 
 
-def rewrite_links(note: Note, old: str, new_text: str, resolver: LinkResolver) -> tuple[str, int]:
-    """The note's text with every wikilink to `old` pointing at `new_text` instead; heading
-    and alias parts are kept. Returns (text, how many links changed)."""
-    targets = {link.line for link in note.links if resolver.resolve(link.target, note.path) == old}
-    if not targets:
-        return note.raw, 0
-    changed = 0
-    code = _code_lines(note.raw.splitlines())
-    lines = note.lines
-    for number in sorted(targets):
+@dataclass(frozen=True)
+class LinkRef:
+    """Where a link's target sits in a note's raw text: `start:end` is the part a move
+    rewrites (a wikilink's name, a markdown destination's path), so `#heading`, `|alias`,
+    `<...>` and titles stay as written. `target` is the path as meant (URL-decoded)."""
+
+    kind: str  # "wiki" or "markdown"
+    start: int
+    end: int
+    target: str
+    angle: bool = False
+
+
+def link_refs(raw: str, body_line: int = 0) -> list[LinkRef]:
+    """Every link to a note or file outside code: wikilinks and embeds (also in the
+    frontmatter, where Obsidian allows them in properties), markdown links and images,
+    and reference definitions. URLs (`https:`, `mailto:`, ...) and `#anchor`-only links
+    are left out."""
+    masked = _masked_lines(raw)
+    code = _code_lines([line.rstrip(_LINE_BREAKS) for line in masked])
+    refs: list[LinkRef] = []
+    offset = 0
+    for number, line in enumerate(masked):
+        base, offset = offset, offset + len(line)
         if number in code:
             continue
+        for match in _WIKILINK.finditer(line):
+            name = match.group(2).partition("|")[0].partition("#")[0]
+            lead = len(name) - len(name.lstrip())
+            if name.strip():
+                start = base + match.start(2) + lead
+                refs.append(LinkRef("wiki", start, start + len(name.strip()), name.strip()))
+        if number < body_line:
+            continue  # frontmatter: only wikilinks are links there
+        prose = _WIKILINK.sub(lambda m: " " * len(m.group(0)), line)
+        found = [*_MD_LINK.finditer(prose), *_MD_REFERENCE.finditer(prose)]
+        for match in found:
+            angle = match.group(1) is not None
+            group = 1 if angle else 2
+            path = match.group(group).partition("#")[0]
+            target = unquote(path).strip()
+            if not target or _URL_SCHEME.match(target) or target.startswith("//"):
+                continue
+            start = base + match.start(group)
+            refs.append(LinkRef("markdown", start, start + len(path), target, angle))
+    return sorted(refs, key=lambda ref: ref.start)
 
-        def swap(match: re.Match[str]) -> str:
-            nonlocal changed
-            inner = match.group(2)
-            target, sep, alias = inner.partition("|")
-            name, hash_sign, heading = target.partition("#")
-            if not name.strip() or resolver.resolve(name, note.path) != old:
-                return match.group(0)
-            changed += 1
-            rebuilt = new_text + (hash_sign + heading if hash_sign else "")
-            return f"{match.group(1)}[[{rebuilt}{sep}{alias}]]"
 
-        lines[number] = _WIKILINK.sub(swap, lines[number])
-    return "".join(lines), changed
+def _encode_destination(path: str) -> str:
+    return "".join(_URL_ESCAPES.get(ch, ch) for ch in path)
+
+
+def _link_path(
+    ref: LinkRef, source: str, new_source: str, dest: str, old: LinkResolver, new: LinkResolver
+) -> str | None:
+    """How `ref` is spelled once it must point at the note `dest` (its path after the
+    move), in the link's own style: a bare name stays a bare name while that is
+    unambiguous, a path relative to the linking note stays relative, a path from the vault
+    root stays one; `.md` is kept or left off as it was. None: no spelling resolves."""
+    target = ref.target.replace("\\", "/")
+    shown = dest if target.lower().endswith(MARKDOWN_SUFFIX) else _without_md(dest)
+    absolute = ("/" if target.startswith("/") else "") + shown
+    candidates = [absolute]
+    if "/" not in target:
+        candidates.insert(0, PurePosixPath(shown).name)
+    else:
+        old_folder = posixpath.dirname(source)
+        relative = posixpath.normpath(posixpath.join(old_folder, _without_md(target)))
+        if target.startswith(("./", "../")) or (old_folder and old.has(relative)):
+            path = posixpath.relpath(shown, posixpath.dirname(new_source) or ".")
+            if target.startswith("./") and not path.startswith("../"):
+                path = "./" + path
+            candidates.insert(0, path)
+    for candidate in candidates:
+        if new.resolve(candidate, new_source) == dest:
+            return (
+                _encode_destination(candidate)
+                if ref.kind == "markdown" and not ref.angle
+                else candidate
+            )
+    return None
+
+
+def relink(
+    note: Note,
+    new_source: str,
+    old: LinkResolver,
+    new: LinkResolver,
+    moved: Mapping[str, str],
+    *,
+    file_exists: Callable[[str], bool] | None = None,
+) -> tuple[str, int]:
+    """The note's text after notes moved (`moved`: old path -> new path; the note itself
+    may be one of them, landing at `new_source`): every link that pointed at a note still
+    points at it, whatever its form (wikilink, embed, markdown link, reference), with
+    headings, aliases, anchors and titles kept. With `file_exists`, relative links to
+    attachments are kept pointing at them when the note itself changes folder. Code and
+    comments are left alone. Returns (text, how many links changed)."""
+    edits: list[tuple[int, int, str]] = []
+    old_folder = posixpath.dirname(note.path)
+    new_folder = posixpath.dirname(new_source)
+    for ref in link_refs(note.raw, note.body_line):
+        was = old.resolve(ref.target, note.path)
+        if was is None:
+            if file_exists is None or old_folder == new_folder or "/" not in ref.target:
+                continue
+            attachment = posixpath.normpath(posixpath.join(old_folder, ref.target))
+            if attachment.startswith("../") or not file_exists(attachment):
+                continue
+            path = posixpath.relpath(attachment, new_folder or ".")
+            if ref.kind == "markdown" and not ref.angle:
+                path = _encode_destination(path)
+            edits.append((ref.start, ref.end, path))
+            continue
+        dest = moved.get(was, was)
+        if new.resolve(ref.target, new_source) == dest:
+            continue
+        text = _link_path(ref, note.path, new_source, dest, old, new)
+        if text is not None:
+            edits.append((ref.start, ref.end, text))
+    raw = note.raw
+    for start, end, text in reversed(edits):
+        raw = raw[:start] + text + raw[end:]
+    return raw, len(edits)
 
 
 # -- files that are not notes ----------------------------------------------------------------

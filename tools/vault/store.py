@@ -44,8 +44,8 @@ from tools.vault.notes import (
     moment_format,
     note_title,
     parse_note,
+    relink,
     render_template,
-    rewrite_links,
     skip_reason,
     tag_matches,
 )
@@ -508,11 +508,18 @@ class Vault:
         if update_links:
             notes = self.parse_all()
             paths = [n.path for n in notes]
+            moved = {found.rel: target.rel}
             old_resolver = LinkResolver(paths)
-            new_resolver = LinkResolver([target.rel if p == found.rel else p for p in paths])
-            link = new_resolver.link_text(target.rel)
+            new_resolver = LinkResolver([moved.get(p, p) for p in paths])
             for note in notes:
-                text, count = rewrite_links(note, found.rel, link, old_resolver)
+                text, count = relink(
+                    note,
+                    moved.get(note.path, note.path),
+                    old_resolver,
+                    new_resolver,
+                    moved,
+                    file_exists=self._file_exists,
+                )
                 if not count or text == note.raw:
                     continue
                 if note.path == found.rel:
@@ -536,6 +543,11 @@ class Vault:
             summary=f"move {found.rel} to {target.rel}",
         )
         return [move, *changes]
+
+    def _file_exists(self, rel: str) -> bool:
+        """A file (an attachment, say) at `rel` inside the vault; for keeping links to it."""
+        path = self.root / rel
+        return path.resolve().is_relative_to(self.root) and path.is_file()
 
     def plan_template(
         self,

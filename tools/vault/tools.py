@@ -388,11 +388,12 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         preview=_safe_preview(plan_move, vault),
     )
     def vault_move(args: MoveArgs, context: ToolContext) -> dict[str, Any]:
-        """Move or rename a note; [[wikilinks]] to it across the vault are updated.
+        """Move or rename a note; every link to it across the vault is updated.
 
         Call this when the user asks to rename a note or move it to another folder. A bare
         new name renames it in place; a path moves it. The user must confirm: you get a
-        pending action listing every file that would change; tell the user.
+        pending action listing every file that would change; tell the user. Wikilinks,
+        embeds and markdown links to the note are rewritten; code blocks are not.
         """
         result = vault.apply(plan_move(args), actor=context.session or None)
         updated = [c["path"] for c in result.changes if c["op"] == "link_update"]
