@@ -10,8 +10,8 @@ import pytest
 from assistant.app import Assistant
 from assistant.config import load_settings
 from assistant.testing import ScriptedModel, calls, text
-from tools.base import ActionPreview, ToolArgs, ToolContext, tool
-from tools.confirm import ConfirmationError
+from tools.base import ActionPreview, ToolArgs, ToolContext, ToolError, tool
+from tools.confirm import STALE_PREVIEW, ConfirmationError, GuardedPreview, expected_state
 
 
 class WipeArgs(ToolArgs):
@@ -95,5 +95,39 @@ def test_an_unattended_turn_leaves_the_action_pending_and_says_so(tmp_path: Path
         outcome = assistant.ask("clean up", unattended=True)
         assert "unattended" in outcome.tool_calls[0].result["note"]
         assert wiped == []
+    finally:
+        assistant.close()
+
+
+def test_a_preview_that_went_stale_is_refused_and_nothing_runs(tmp_path: Path) -> None:
+    """The contract for any tool: the state its preview recorded comes back to it at
+    confirm time; a tool that finds it changed refuses, and the action turns `stale`."""
+    notes = {"Plan.md": "v1"}
+    wiped: list[str] = []
+
+    def preview(args: WipeArgs, context: ToolContext) -> ActionPreview:
+        return GuardedPreview(summary=f"delete {args.name}", state={args.name: notes[args.name]})
+
+    @tool(read_only=False, dangerous=True, preview=preview)
+    def notes_delete(args: WipeArgs) -> dict[str, Any]:
+        """Delete a note. Call only when the user asks to delete one."""
+        if expected_state() != {args.name: notes[args.name]}:
+            raise ToolError(STALE_PREVIEW, f"{args.name} changed since the preview was made")
+        wiped.append(args.name)
+        return {"deleted": args.name}
+
+    script = [calls(("notes_delete", {"name": "Plan.md"})), text("confirm?")] * 2
+    assistant = Assistant(load_settings(), model=ScriptedModel(script), tools=[notes_delete])
+    try:
+        first = assistant.ask("delete Plan.md").tool_calls[0].result["action_id"]
+        notes["Plan.md"] = "v2"  # the user edits the note before saying yes
+        with pytest.raises(ConfirmationError) as stale:
+            assistant.confirm(first)
+        assert stale.value.code == "STALE" and "Plan.md changed since the preview" in str(
+            stale.value
+        )
+        assert wiped == [] and assistant.pending.get(first).status == "stale"  # type: ignore[union-attr]
+        second = assistant.ask("delete Plan.md").tool_calls[0].result["action_id"]
+        assert assistant.confirm(second).status == "confirmed" and wiped == ["Plan.md"]
     finally:
         assistant.close()

@@ -216,6 +216,63 @@ def test_a_dangerous_call_that_cannot_run_fails_when_confirmed(harness: Harness)
     assert done.status == "failed" and done.result["error"] == "NOT_FOUND"
 
 
+@pytest.mark.parametrize(
+    ("tool", "arguments", "edited"),
+    [
+        ("vault_overwrite", {"path": "Inbox/Ideas to sort.md", "content": "x"}, None),
+        (
+            "vault_replace_section",
+            {"path": "Projects/Project Phoenix.md", "heading": "Risks", "text": "- none"},
+            None,
+        ),
+        ("vault_delete", {"path": "Inbox/Ideas to sort.md"}, None),
+        # a move is stale when a note whose links it rewrites changed, too
+        (
+            "vault_move",
+            {"path": "Projects/Release Checklist.md", "to": "Archive/Runbook"},
+            "Daily/2026-11-26.md",
+        ),
+    ],
+)
+def test_a_confirmation_is_refused_when_the_note_changed_since_the_preview(
+    harness: Harness, tool: str, arguments: dict[str, Any], edited: str | None
+) -> None:
+    outcome = harness.call(tool, **arguments)
+    action_id = outcome.result["action_id"]
+    edited = edited or arguments["path"]
+    with (harness.vault.root / edited).open("a", encoding="utf-8") as handle:
+        handle.write("- written by the user after the preview\n")
+    before = harness.snapshot()
+    with pytest.raises(ConfirmationError) as stale:
+        harness.pending.confirm(action_id, harness.registry)
+    assert stale.value.code == "STALE"
+    assert f"{edited} changed since the preview" in str(stale.value)
+    assert harness.snapshot() == before  # nothing written, nothing deleted
+    assert harness.vault.journal() == []
+    refused = harness.pending.get(action_id)
+    assert refused is not None and refused.status == "stale"
+    with pytest.raises(ConfirmationError):
+        harness.pending.confirm(action_id, harness.registry)
+    fresh = harness.call(tool, **arguments).result  # planned from the user's version
+    done = harness.pending.confirm(fresh["action_id"], harness.registry)
+    assert done.status == "confirmed", done.result
+    if tool == "vault_move":
+        assert "written by the user after the preview" in harness.text(edited)
+
+
+def test_a_preview_that_could_not_run_is_not_confirmed_once_it_could(harness: Harness) -> None:
+    outcome = harness.call(
+        "vault_replace_section", path="Inbox/Ideas to sort.md", heading="Later", text="- done"
+    )
+    assert outcome.result["would"].startswith("cannot run as asked")
+    with (harness.vault.root / "Inbox/Ideas to sort.md").open("a", encoding="utf-8") as handle:
+        handle.write("\n## Later\n\nkeep me\n")
+    before = harness.snapshot()
+    with pytest.raises(ConfirmationError) as stale:
+        harness.pending.confirm(outcome.result["action_id"], harness.registry)
+    assert stale.value.code == "STALE" and harness.snapshot() == before
+
+
 def test_create_from_template_fills_the_variables(harness: Harness) -> None:
     made = harness.ok(
         "vault_create_from_template",

@@ -5,6 +5,11 @@ the runner stores it here as a pending action with a preview of what would chang
 the model gets the action id. Only the user runs it, by confirming (`assistant confirm
 ID`, a yes at the chat prompt, or the control API). Pending actions expire, and an
 unattended run (a job, a file trigger) can never confirm.
+
+A preview may record what it was computed from (`GuardedPreview.state`: a content hash per
+note). The action keeps it, and confirming hands it to the tool (`expected_state`), which
+refuses to act if anything changed since: the user never says yes to one diff and gets
+another. Such a refusal leaves the action `stale` and raises `ConfirmationError("STALE")`.
 """
 
 from __future__ import annotations
@@ -12,7 +17,10 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 import sqlite_utils
@@ -23,6 +31,7 @@ from tools.base import ActionPreview, Tool, ToolContext, ToolError
 from tools.registry import ToolRegistry
 
 DEFAULT_TTL_S = 15 * 60
+STALE_PREVIEW = "STALE_PREVIEW"  # the ToolError code of a tool whose preview went stale
 
 migrations = Migrations("confirmations")
 
@@ -36,6 +45,41 @@ def m001_pending_actions(db: sqlite_utils.Database) -> None:
         "expires_at REAL NOT NULL, status TEXT NOT NULL DEFAULT 'pending', result TEXT, "
         "decided_at REAL)"
     )
+
+
+@migrations
+def m002_preview_state(db: sqlite_utils.Database) -> None:
+    db.execute("ALTER TABLE pending_actions ADD COLUMN preview_state TEXT")
+
+
+@dataclass(frozen=True)
+class GuardedPreview(ActionPreview):
+    """A preview that says what it was computed from: each thing it read (a note path)
+    with a hash of its content then, None where it did not exist. A tool that returns one
+    must, when confirmed, refuse with `ToolError(STALE_PREVIEW, ...)` unless
+    `expected_state()` still holds."""
+
+    state: Mapping[str, str | None] = field(default_factory=dict)
+
+
+_EXPECTED: ContextVar[dict[str, str | None] | None] = ContextVar(
+    "confirmed_preview_state", default=None
+)
+
+
+def expected_state() -> dict[str, str | None] | None:
+    """While a confirmed action runs: the state its preview was computed from (None when
+    the preview recorded none, or outside a confirmation)."""
+    return _EXPECTED.get()
+
+
+@contextmanager
+def _expecting(state: dict[str, str | None] | None) -> Iterator[None]:
+    token = _EXPECTED.set(state)
+    try:
+        yield
+    finally:
+        _EXPECTED.reset(token)
 
 
 class ConfirmationError(Exception):
@@ -62,15 +106,18 @@ class PendingAction:
     status: str
     result: Any = None
     decided_at: float | None = None
+    preview_state: dict[str, str | None] | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> PendingAction:
+        state = row.get("preview_state")
         return cls(
             **{
                 **row,
                 "arguments": json.loads(row["arguments"]),
                 "unattended": bool(row["unattended"]),
                 "result": json.loads(row["result"]) if row["result"] else None,
+                "preview_state": json.loads(state) if state else None,
             }
         )
 
@@ -86,6 +133,7 @@ class PendingActions:
 
     def create(self, tool: Tool, args: BaseModel, context: ToolContext) -> PendingAction:
         preview: ActionPreview = tool.describe(args, context)
+        state = dict(preview.state) if isinstance(preview, GuardedPreview) else None
         now = time.time()
         action = PendingAction(
             id=f"a_{uuid.uuid4().hex[:10]}",
@@ -100,11 +148,12 @@ class PendingActions:
             created_at=now,
             expires_at=now + self.ttl_s,
             status="pending",
+            preview_state=state,
         )
         self.database.write(
             "INSERT INTO pending_actions (id, tool, version, arguments, summary, diff, session, "
-            "turn_id, unattended, created_at, expires_at, status) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')",
+            "turn_id, unattended, created_at, expires_at, status, preview_state) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
             (
                 action.id,
                 action.tool,
@@ -117,6 +166,7 @@ class PendingActions:
                 action.unattended,
                 now,
                 action.expires_at,
+                json.dumps(state) if state is not None else None,
             ),
         )
         return action
@@ -162,7 +212,9 @@ class PendingActions:
     def confirm(
         self, action_id: str, registry: ToolRegistry, *, unattended: bool = False
     ) -> PendingAction:
-        """Run the action now, exactly once; its result (or error) is stored with it."""
+        """Run the action now, exactly once; its result (or error) is stored with it. If
+        what it acts on changed since its preview, nothing runs: the action becomes
+        `stale` and `ConfirmationError("STALE")` says which note changed."""
         action = self._decidable(action_id, unattended=unattended)
         tool = registry.get(action.tool)
         if tool is None:
@@ -184,11 +236,14 @@ class PendingActions:
         status = "failed"
         try:
             args = tool.args_model.model_validate(action.arguments)
-            value = tool.invoke(args, context)
+            with _expecting(action.preview_state):
+                value = tool.invoke(args, context)
             result = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
             status = "confirmed"
         except ToolError as exc:
             result = exc.payload()
+            if exc.code == STALE_PREVIEW:
+                status = "stale"
         except (ValidationError, Exception) as exc:  # noqa: BLE001 - reported, not raised
             result = {"error": "TOOL_EXCEPTION", "detail": f"{type(exc).__name__}: {exc}"}
         self.database.write(
@@ -197,6 +252,12 @@ class PendingActions:
         )
         done = self.get(action_id)
         assert done is not None
+        if status == "stale":
+            raise ConfirmationError(
+                "STALE",
+                f"action {action_id} was not run: {result['detail']}. Ask again to see a "
+                "fresh preview.",
+            )
         return done
 
     def reject(self, action_id: str) -> PendingAction:

@@ -29,7 +29,8 @@ from typing import Any
 import sqlite_utils
 
 from memory.db import Database, Migrations
-from tools.base import ActionPreview, ToolError
+from tools.base import ToolError
+from tools.confirm import STALE_PREVIEW, GuardedPreview
 from tools.vault.jail import VaultJail, VaultPath
 from tools.vault.notes import (
     DEFAULT_DATE_FORMAT,
@@ -625,8 +626,9 @@ class Vault:
 
     # -- applying writes ----------------------------------------------------------------------
 
-    def describe(self, changes: list[Change]) -> ActionPreview:
-        """What a planned write would do, as the user sees it before confirming."""
+    def describe(self, changes: list[Change]) -> GuardedPreview:
+        """What a planned write would do, as the user sees it before confirming, with the
+        state of the notes it was planned from (so a confirm can tell if they changed)."""
         summary = "; ".join(change.summary for change in changes)
         diffs = []
         for change in changes:
@@ -636,12 +638,24 @@ class Vault:
                 continue
             new = change.new_path.rel if change.new_path else None
             diffs.append(unified_diff(change.before, change.after, change.path.rel, new))
-        return ActionPreview(summary=summary, diff="".join(diffs) or None)
+        return GuardedPreview(
+            summary=summary, diff="".join(diffs) or None, state=plan_state(changes)
+        )
 
-    def apply(self, changes: list[Change], *, actor: str | None = None) -> WriteResult:
-        """Journal and perform a planned write; a file changed since it was planned stops it."""
+    def apply(
+        self,
+        changes: list[Change],
+        *,
+        actor: str | None = None,
+        expect: dict[str, str | None] | None = None,
+    ) -> WriteResult:
+        """Journal and perform a planned write; a file changed since it was planned stops
+        it. `expect`: the `plan_state` the user saw in a preview; a plan made from other
+        content is refused (STALE_PREVIEW) and nothing is written."""
         if not changes:
             raise ToolError("NOTHING_TO_DO", "the write changes nothing")
+        if expect is not None:
+            _check_preview(changes, expect)
         write_id = f"w_{uuid.uuid4().hex[:12]}"
         done: list[dict[str, Any]] = []
         changed: list[str] = []
@@ -957,6 +971,32 @@ def _join(text: str, addition: str) -> str:
     if not text.strip():
         return addition + "\n"
     return text.rstrip("\n") + "\n" + addition + "\n"
+
+
+def plan_state(changes: list[Change]) -> dict[str, str | None]:
+    """Each note a plan reads or creates, with the hash of its content as planned from
+    (None: absent). Two plans with the same state were made from the same notes."""
+    state: dict[str, str | None] = {}
+    for change in changes:
+        state[change.path.rel] = content_hash(change.before) if change.before is not None else None
+        if change.new_path is not None:
+            state[change.new_path.rel] = None
+    return state
+
+
+def _check_preview(changes: list[Change], expect: dict[str, str | None]) -> None:
+    state = plan_state(changes)
+    if state == expect:
+        return
+    changed = sorted(
+        path for path in {*state, *expect} if state.get(path, "") != expect.get(path, "")
+    )
+    names = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+    raise ToolError(
+        STALE_PREVIEW,
+        f"{names} changed since the preview was made, so nothing was changed",
+        paths=changed,
+    )
 
 
 def _change_row(change: Change) -> dict[str, Any]:

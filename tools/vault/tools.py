@@ -17,6 +17,7 @@ import frontmatter
 from pydantic import AliasChoices, BaseModel, Field, model_validator
 
 from tools.base import ActionPreview, Tool, ToolArgs, ToolContext, ToolError, tool
+from tools.confirm import GuardedPreview, expected_state
 from tools.vault.index import VaultIndex
 from tools.vault.notes import find_sections, jsonable, moment_format, note_title, section_text
 from tools.vault.store import Change, Vault, WriteResult
@@ -223,13 +224,14 @@ def _written(result: WriteResult, status: str, **extra: Any) -> dict[str, Any]:
 
 def _safe_preview(plan: Callable[[Any], list[Change]], vault: Vault) -> Any:
     """A preview never raises (the runner would fail the turn): a call that cannot run
-    says so in its summary, and fails with the real error if confirmed."""
+    says so in its summary, and fails with the real error if confirmed (or, if the notes
+    changed so that it now could, is refused as stale: the user saw no diff)."""
 
     def preview(args: BaseModel, context: ToolContext) -> ActionPreview:
         try:
             return vault.describe(plan(args))
         except ToolError as exc:
-            return ActionPreview(summary=f"cannot run as asked: {exc.detail}")
+            return GuardedPreview(summary=f"cannot run as asked: {exc.detail}", state={})
 
     return preview
 
@@ -353,7 +355,9 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         Risks section with ..."). The user must confirm: you get a pending action with a
         diff; tell the user what would change and how to confirm it.
         """
-        result = vault.apply(plan_replace(args), actor=context.session or None)
+        result = vault.apply(
+            plan_replace(args), actor=context.session or None, expect=expected_state()
+        )
         return _written(result, "replaced", heading=args.heading)
 
     def plan_overwrite(args: OverwriteArgs) -> list[Change]:
@@ -374,7 +378,9 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         prefer vault_append or vault_replace_section. The user must confirm: you get a
         pending action with a diff; tell the user what would change and how to confirm.
         """
-        result = vault.apply(plan_overwrite(args), actor=context.session or None)
+        result = vault.apply(
+            plan_overwrite(args), actor=context.session or None, expect=expected_state()
+        )
         return _written(result, "overwritten")
 
     def plan_move(args: MoveArgs) -> list[Change]:
@@ -395,7 +401,9 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         pending action listing every file that would change; tell the user. Wikilinks,
         embeds and markdown links to the note are rewritten; code blocks are not.
         """
-        result = vault.apply(plan_move(args), actor=context.session or None)
+        result = vault.apply(
+            plan_move(args), actor=context.session or None, expect=expected_state()
+        )
         updated = [c["path"] for c in result.changes if c["op"] == "link_update"]
         return _written(result, "moved", links_updated_in=updated)
 
@@ -415,7 +423,9 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         Call this only when the user explicitly asks to delete a note. The user must
         confirm: you get a pending action; tell the user what would be deleted.
         """
-        result = vault.apply(plan_delete(args), actor=context.session or None)
+        result = vault.apply(
+            plan_delete(args), actor=context.session or None, expect=expected_state()
+        )
         return _written(result, "deleted")
 
     @tool(read_only=False, sequential=True, version="1.0")
