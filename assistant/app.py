@@ -181,6 +181,7 @@ class Assistant:
             self.working,
             trigger=trigger,
             debug_stream=sys.stderr if self.settings.debug else None,
+            unsaved_s=self.settings.memory.unsaved_ms / 1000,
         )
         turn = Turn(
             user_text=text,

@@ -75,6 +75,13 @@ class MemorySettings(_Section):
     compress_after_turns: int = Field(12, ge=2)
     keep_turns: int = Field(4, ge=1)
     token_budget: int = Field(6000, ge=500)
+    unsaved_ms: float = Field(
+        50.0,
+        ge=0,
+        description="Read-only work a crash may lose: a step that only reads is committed "
+        "with the next one unless this much time passed since the last commit (0: every "
+        "step). A call that may change something is always on disk before it runs.",
+    )
 
 
 class DaemonSettings(_Section):

@@ -10,6 +10,7 @@ reformatting (42.0 for 42, 3.33 for 3.3333) are not.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -30,14 +31,16 @@ def _parse_number(token: str) -> float | None:
         return None
 
 
-def _numbers_in_text(text: str) -> list[tuple[str, float]]:
+@functools.lru_cache(maxsize=512)
+def _numbers_in_text(text: str) -> tuple[tuple[str, float], ...]:
+    """Cached: the system prompt and earlier messages are scanned again every turn."""
     text = _ENUMERATION.sub(" ", _PATH.sub(" ", _DATE.sub(" ", text)))
     found = []
     for match in _NUMBER.finditer(text):
         value = _parse_number(match.group())
         if value is not None:
             found.append((match.group(), value))
-    return found
+    return tuple(found)
 
 
 def _walk(value: Any) -> Iterator[Any]:
@@ -95,20 +98,19 @@ def check_answer(
 ) -> list[str]:
     """Return one sentence per contradiction; an empty list means the answer is grounded."""
     successful = [outcome for outcome in outcomes if outcome.ok]
-    if not successful or not answer:
-        return []
-    context_text = "\n".join(context_texts)
+    stated_numbers = _numbers_in_text(answer) if answer else ()
+    if not successful or not (stated_numbers or _DATE.search(answer) or _PATH.search(answer)):
+        return []  # nothing the answer states could contradict a tool
     tool_texts = [json.dumps(o.result, ensure_ascii=False, default=str) for o in successful]
-    known_text = (
-        context_text + "\n" + "\n".join(tool_texts) + "\n".join(o.arguments_raw for o in outcomes)
-    )
-    known_numbers = [n for _, n in _numbers_in_text(known_text)]
+    known_texts = [*context_texts, *tool_texts, *(o.arguments_raw for o in outcomes)]
+    known_text = "\n".join(known_texts)
+    known_numbers = [n for text in known_texts for _, n in _numbers_in_text(text)]
     for outcome in outcomes:
         known_numbers.extend(_result_numbers(outcome.result))
     by_tool = [(outcome.name, _result_numbers(outcome.result)) for outcome in successful]
 
     mismatches: list[str] = []
-    for stated, claimed in _numbers_in_text(answer):
+    for stated, claimed in stated_numbers:
         if any(_agrees(stated, claimed, known) for known in known_numbers):
             continue
         candidates = [

@@ -54,8 +54,9 @@ class TurnRecorder:
     def turn_started(self, turn: Turn) -> None:
         """The turn begins: persist the user's message (`turn.user_text`)."""
 
-    def messages(self, messages: Sequence[Message]) -> None:
-        """Messages that belong to the conversation: persist them together."""
+    def messages(self, messages: Sequence[Message], *, durable: bool = False) -> None:
+        """Messages that belong to the conversation: persist them together; `durable`
+        ones are committed before the loop goes on, the rest with the next commit."""
 
     def before_request(self, index: int, messages: Sequence[Message]) -> None: ...
 
@@ -163,15 +164,19 @@ def run_turn(turn: Turn) -> TurnOutcome:
             reply = state.request(tools)
             if not reply.tool_calls:
                 return state.final(reply.content or "")
-            state.append(reply.as_message())
             calls = [turn.runner.prepare(c.id, c.name, c.arguments) for c in reply.tool_calls]
+            # a call that may change something is on disk before it runs, its result as
+            # soon as it is back; read-only steps may ride with the next commit (M1)
+            effects = any(c.has_effects for c in calls)
+            state.append(reply.as_message(), durable=effects)
             refusals = [reason for call in calls if (reason := budget.admit(call))]
             outcomes = turn.runner.run(calls, state.context_for, budget.deadline)
             state.append(
                 *(
                     {"role": "tool", "tool_call_id": o.call_id, "content": o.content}
                     for o in outcomes
-                )
+                ),
+                durable=effects,
             )
             state.calls.extend(outcomes)
             turn.recorder.tool_results(budget.requests - 1, outcomes)
@@ -194,10 +199,10 @@ class _TurnState:
         self.usage = Usage()
         self.grounding: GroundingCheck | None = None
 
-    def append(self, *messages: Message, persist: bool = True) -> None:
+    def append(self, *messages: Message, persist: bool = True, durable: bool = False) -> None:
         self.messages.extend(messages)
         if persist:
-            self.turn.recorder.messages(messages)
+            self.turn.recorder.messages(messages, durable=durable)
 
     def context_for(self, call: PreparedCall) -> ToolContext:
         turn = self.turn

@@ -104,9 +104,12 @@ class Recorder(TurnRecorder):
     """Persists the conversation into working memory and the turn into the trace store.
 
     Everything is committed in as few transactions as durability allows: the user's
-    message with the turn row; an assistant message that asks for tools before the tools
-    run; tool results together; the final answer with the rest of the trace at the end.
-    Trace rows ride along with whichever commit comes next.
+    message with the turn row; an assistant message that asks for tools that may change
+    something, before they run, and their results as soon as they are back; the final
+    answer with the rest of the trace at the end. Steps that only read (a model reply
+    asking for read-only tools, their results) ride with the next commit unless
+    `unsaved_s` has passed since the last one, so a crash can lose at most that much
+    reproducible work. Trace rows ride along with whichever commit comes next.
     """
 
     def __init__(
@@ -116,8 +119,11 @@ class Recorder(TurnRecorder):
         *,
         trigger: dict[str, Any] | None = None,
         debug_stream: TextIO | None = None,
+        unsaved_s: float = 0.05,
     ) -> None:
         self.db = traces.database
+        self.unsaved_s = unsaved_s
+        self._committed_at = time.monotonic()
         self.redact = traces.redactor
         self.working = working
         self.trigger = trigger
@@ -130,6 +136,7 @@ class Recorder(TurnRecorder):
         self._pending.extend(statements)
         self.db.write_many(self._pending)
         self._pending.clear()
+        self._committed_at = time.monotonic()
 
     def turn_started(self, turn: Turn) -> None:
         self.turn = turn
@@ -153,14 +160,14 @@ class Recorder(TurnRecorder):
         )
         self._commit(*statements)
 
-    def messages(self, messages: Sequence[Message]) -> None:
+    def messages(self, messages: Sequence[Message], *, durable: bool = False) -> None:
         if self.working is None or self.turn is None:
             return
         turn = self.turn
         self._pending.extend(
             self.working.insert_statement(turn.session, turn.turn_id, m) for m in messages
         )
-        if any(m.get("tool_calls") or m["role"] == "tool" for m in messages):
+        if durable or time.monotonic() - self._committed_at >= self.unsaved_s:
             self._commit()
 
     def before_request(self, index: int, messages: Sequence[Message]) -> None:

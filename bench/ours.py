@@ -16,7 +16,7 @@ from assistant.testing import calls, text
 from tools.base import tool
 
 
-@tool(cacheable=False)
+@tool(cacheable=False, inline=True)
 def add(a: int, b: int) -> dict[str, int]:
     """Add two integers. Call it for any sum."""
     return {"sum": a + b}

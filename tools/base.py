@@ -108,6 +108,7 @@ class Tool:
     sequential: bool = False
     timeout_s: float | None = None
     cacheable: bool = False
+    inline: bool = False
     takes_context: bool = False
     spread_args: bool = False
     preview: Callable[[BaseModel, ToolContext], ActionPreview] | None = None
@@ -176,6 +177,7 @@ def tool(
     sequential: bool = False,
     timeout_s: float | None = None,
     cacheable: bool | None = None,
+    inline: bool = False,
     preview: Callable[[BaseModel, ToolContext], ActionPreview] | None = None,
 ) -> Any:
     """Turn a typed function into a `Tool`.
@@ -184,10 +186,19 @@ def tool(
     optional `context: ToolContext`), or its parameters themselves become the argument
     model. Read-only tools are cacheable unless told otherwise. A `dangerous` tool runs
     only after the user confirms; `preview` says what it would change.
+
+    `inline` is for pure computations whose own argument limits bound their cost (like
+    `calc_evaluate`): they run in the loop's thread, skipping the hand-off to the worker
+    pool, and so cannot be timed out. Only read-only, non-dangerous tools may be inline.
     """
 
     def wrap(fn: Callable[..., Any]) -> Tool:
         tool_name = name or fn.__name__
+        if inline and (not read_only or dangerous or timeout_s is not None):
+            raise ValueError(
+                f"tool {tool_name!r}: only a read-only, non-dangerous tool without its own "
+                "timeout can run inline (an inline call cannot be stopped)"
+            )
         description = inspect.cleandoc(fn.__doc__ or "")
         if not description:
             raise ValueError(f"tool {tool_name!r} needs a docstring saying when to call it")
@@ -210,6 +221,7 @@ def tool(
             sequential=sequential,
             timeout_s=timeout_s,
             cacheable=read_only if cacheable is None else cacheable,
+            inline=inline,
             takes_context=takes_context,
             spread_args=spread,
             preview=preview,

@@ -145,7 +145,7 @@ class CalcArgs(ToolArgs):
     )
 
 
-@tool(version="1.0")
+@tool(version="1.0", inline=True)
 def calc_evaluate(args: CalcArgs) -> dict[str, Any]:
     """Evaluate an arithmetic expression exactly.
 

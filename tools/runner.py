@@ -52,6 +52,11 @@ class PreparedCall:
     def arguments(self) -> dict[str, Any] | None:
         return self.args.model_dump(mode="json") if self.args is not None else None
 
+    @property
+    def has_effects(self) -> bool:
+        """Whether running it may change something outside the conversation."""
+        return self.tool is not None and not self.tool.read_only
+
 
 @dataclass
 class CallOutcome:
@@ -205,12 +210,14 @@ class ToolRunner:
         context_for: Callable[[PreparedCall], ToolContext],
         deadline: float | None = None,
     ) -> list[CallOutcome]:
-        """Run the calls concurrently (sequential tools one at a time); results in call order."""
+        """Run the calls concurrently (sequential tools one at a time, inline tools in this
+        thread while the pool works); results in call order."""
         outcomes: list[CallOutcome | None] = [None] * len(calls)
         jobs: dict[int, Job] = {}
         first_with_key: dict[str, int] = {}
         duplicates: dict[int, int] = {}
         finished: queue.SimpleQueue[Job] = queue.SimpleQueue()
+        inline: list[tuple[int, PreparedCall, ToolContext]] = []
         for index, call in enumerate(calls):
             context = context_for(call)
             call.idempotency_key = context.idempotency_key
@@ -224,9 +231,14 @@ class ToolRunner:
                 continue
             if key is not None:
                 first_with_key[key] = index
+            if call.tool is not None and call.tool.inline:
+                inline.append((index, call, context))
+                continue
             jobs[index] = self._pool.submit(
                 lambda c=call, ctx=context: self._invoke(c, ctx), finished
             )
+        for index, call, context in inline:  # while the pool works on the others
+            outcomes[index] = self._collect(call, *self._invoke(call, context))
         self._wait(calls, jobs, outcomes, deadline, finished)
         for index, original in duplicates.items():
             outcomes[index] = self._replay(calls[index], outcomes[original])
@@ -336,7 +348,7 @@ class ToolRunner:
             if job is not None and id(job) in index_of:
                 index = index_of[id(job)]
                 if pending.pop(index, None) is not None:
-                    outcomes[index] = self._collect(calls[index], job)
+                    outcomes[index] = self._collect(calls[index], *job.future.result())
             now = self._clock()
             for index, waiting in list(pending.items()):
                 limit = self._limit(calls[index], waiting, deadline)
@@ -353,9 +365,8 @@ class ToolRunner:
             limit = own if limit is None else min(limit, own)
         return limit
 
-    def _collect(self, call: PreparedCall, job: Job) -> CallOutcome:
+    def _collect(self, call: PreparedCall, value: Any, duration_ms: float) -> CallOutcome:
         assert call.tool is not None
-        value, duration_ms = job.future.result()
         if isinstance(value, ToolError):
             return self._outcome(call, value.code, value.payload(), duration_ms)
         if isinstance(value, Exception):

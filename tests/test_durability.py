@@ -1,0 +1,142 @@
+"""What a crash mid-turn can lose (SPEC M1): never a step that changed something.
+
+A second SQLite connection looks at the data directory while the turn runs, as a process
+restarted after a crash would: what it sees is what survives a `kill -9` at that moment.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assistant.testing import ScriptedModel, calls, text
+from tools.base import ToolContext, tool
+from tools.registry import ToolRegistry
+from tools.runner import ToolRunner
+
+
+def _on_disk(home: Path, session: str) -> list[tuple[str, str | None]]:
+    """Rows of the session as another process would read them right now."""
+    with sqlite3.connect(home / "assistant.db") as conn:
+        return [
+            (role, tool_call_id)
+            for role, tool_call_id in conn.execute(
+                "SELECT role, tool_call_id FROM messages WHERE session = ? ORDER BY id",
+                [session],
+            )
+        ]
+
+
+def test_a_call_that_changes_something_is_on_disk_before_it_runs(
+    make_assistant: Any, tmp_path: Path
+) -> None:
+    seen: dict[str, Any] = {}
+    home = tmp_path / "home"
+
+    @tool(read_only=False)
+    def note_write(title: str) -> dict[str, str]:
+        """Write a note. Call it to save something."""
+        seen["while running"] = _on_disk(home, "s")
+        return {"written": title}
+
+    def second(messages: Any, tools: Any) -> Any:
+        seen["before next request"] = _on_disk(home, "s")
+        return text("Saved.")
+
+    model = ScriptedModel([calls(("note_write", {"title": "x"})), second])
+    assistant = make_assistant(tools=[note_write], model=model, home=home)
+    assert assistant.ask("save x", session="s").answer == "Saved."
+    assert seen["while running"] == [("user", None), ("assistant", None)]
+    assert [role for role, _ in seen["before next request"]] == ["user", "assistant", "tool"]
+
+
+def test_read_only_steps_are_committed_every_step_when_asked(
+    make_assistant: Any, tmp_path: Path
+) -> None:
+    seen: dict[str, Any] = {}
+    home = tmp_path / "home"
+
+    @tool
+    def lookup(word: str) -> dict[str, str]:
+        """Look a word up. Call it for definitions."""
+        seen["while running"] = _on_disk(home, "s")
+        return {"word": word}
+
+    model = ScriptedModel([calls(("lookup", {"word": "x"})), text("Found it.")])
+    assistant = make_assistant(tools=[lookup], model=model, home=home)
+    assistant.settings.memory.unsaved_ms = 0
+    assert assistant.ask("define x", session="s").answer == "Found it."
+    assert seen["while running"] == [("user", None), ("assistant", None)]
+
+
+def test_a_fast_read_only_turn_still_stores_every_message(
+    make_assistant: Any, tmp_path: Path
+) -> None:
+    @tool
+    def lookup(word: str) -> dict[str, str]:
+        """Look a word up. Call it for definitions."""
+        return {"word": word}
+
+    home = tmp_path / "home"
+    model = ScriptedModel(
+        [calls(("lookup", {"word": "a"}), ("lookup", {"word": "b"})), text("Both found.")]
+    )
+    assistant = make_assistant(tools=[lookup], model=model, home=home)
+    outcome = assistant.ask("define a and b", session="s")
+    assert outcome.answer == "Both found."
+    rows = _on_disk(home, "s")
+    assert [role for role, _ in rows] == ["user", "assistant", "tool", "tool", "assistant"]
+    call_ids = [c.call_id for c in outcome.tool_calls]
+    assert [tool_call_id for _, tool_call_id in rows[2:4]] == call_ids
+
+
+def test_inline_tools_run_beside_pool_calls_and_keep_call_order() -> None:
+    release = threading.Event()
+    order: list[str] = []
+
+    @tool(inline=True)
+    def quick(n: int) -> dict[str, int]:
+        """Double a number. Call it for doubling."""
+        order.append(f"quick {n}")
+        if n == 2:
+            release.set()  # the pooled call is waiting for this inline one to have run
+        return {"double": 2 * n}
+
+    @tool
+    def slow(n: int) -> dict[str, int]:
+        """Wait for the quick one. Call it to test."""
+        assert release.wait(10), "the inline call did not run while the pool worked"
+        order.append(f"slow {n}")
+        return {"n": n}
+
+    @tool(inline=True)
+    def broken(n: int) -> dict[str, int]:
+        """Always fails. Call it to test failures."""
+        raise RuntimeError("inline boom")
+
+    runner = ToolRunner(ToolRegistry([quick, slow, broken]))
+    prepared = [
+        runner.prepare("c1", "slow", '{"n": 1}'),
+        runner.prepare("c2", "quick", '{"n": 2}'),
+        runner.prepare("c3", "broken", '{"n": 3}'),
+    ]
+    outcomes = runner.run(prepared, lambda call: ToolContext(call_id=call.call_id))
+    assert [o.call_id for o in outcomes] == ["c1", "c2", "c3"]
+    assert outcomes[0].result == {"n": 1} and outcomes[1].result == {"double": 4}
+    assert outcomes[2].status == "TOOL_EXCEPTION" and "inline boom" in outcomes[2].content
+    assert order == ["quick 2", "slow 1"]
+
+
+def test_only_bounded_read_only_tools_may_run_inline() -> None:
+    def write(title: str) -> str:
+        """Write. Call it to write."""
+        return title
+
+    with pytest.raises(ValueError, match="inline"):
+        tool(write, read_only=False, inline=True)
+    with pytest.raises(ValueError, match="inline"):
+        tool(write, inline=True, timeout_s=5)
