@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from assistant.config import Settings
+from assistant.config import MemorySettings, Settings
 from assistant.model import ChatModel, Message
 from memory.compression import CompressionPolicy, SessionCompressor, extractive_summary
 from memory.conclusions import Conclusion, ConclusionStore
@@ -41,6 +41,34 @@ keep. Not small talk, not intermediate tool output, not secrets. Reply with JSON
 "subject": "what it is about, or null", "tags": []}]}"""
 
 MEMORY_BLOCK_CHARS = 1500
+
+SHORTEN_REQUEST = """\
+This summary is too long. Rewrite it in at most {words} words: keep the facts, numbers,
+names, paths and decisions later turns may need, and what is still open; drop the rest."""
+
+# Compression knobs that `MemorySettings` may not define (yet): the policy's defaults
+# apply to any it lacks.
+POLICY_SETTINGS = (
+    "mask_after_turns",
+    "mask_preview_chars",
+    "older_turns_tokens",
+    "summary_max_tokens",
+)
+
+
+def compression_policy(memory: MemorySettings) -> CompressionPolicy:
+    """The compression policy the settings ask for (SPEC M2 defaults otherwise)."""
+    extra = {
+        name: value
+        for name in POLICY_SETTINGS
+        if (value := getattr(memory, name, None)) is not None
+    }
+    return CompressionPolicy(
+        max_user_turns=memory.compress_after_turns,
+        keep_turns=memory.keep_turns,
+        token_budget=memory.token_budget,
+        **extra,
+    )
 
 
 def _transcript(messages: Sequence[Message]) -> str:
@@ -130,12 +158,9 @@ class MemoryService:
             database,
             working,
             extractive_summary if offline else self.summarise,
-            CompressionPolicy(
-                max_user_turns=memory.compress_after_turns,
-                keep_turns=memory.keep_turns,
-                token_budget=memory.token_budget,
-            ),
+            compression_policy(memory),
             on_folded=self.extract_span,
+            shrink=None if offline else self.shorten_summary,
         )
 
     def _open_repaired_vectors(self) -> Vectors:
@@ -175,6 +200,19 @@ class MemoryService:
         body = (f"Previous summary:\n{previous}\n\n" if previous else "") + (
             f"New messages:\n{_transcript(messages)}"
         )
+        reply = self.model.complete(
+            [{"role": "system", "content": SUMMARY_PROMPT}, {"role": "user", "content": body}],
+            None,
+            temperature=0.0,
+            timeout_s=self.settings.model.timeout_s,
+        )
+        return (reply.content or "").strip()
+
+    def shorten_summary(self, summary: str, max_tokens: int) -> str:
+        """Asked when a running summary grew past its cap: the model rewrites it shorter
+        (the compressor cuts it if this fails or is still too long)."""
+        words = max(max_tokens // 2, 20)
+        body = f"Previous summary:\n{summary}\n\n{SHORTEN_REQUEST.format(words=words)}"
         reply = self.model.complete(
             [{"role": "system", "content": SUMMARY_PROMPT}, {"role": "user", "content": body}],
             None,

@@ -34,10 +34,14 @@ log = logging.getLogger(__name__)
 Summariser = Callable[[str | None, list[Message]], str]
 """(previous running summary or None, the messages being folded) -> new running summary."""
 
+Shrinker = Callable[[str, int], str]
+"""(a running summary over its cap, the cap in tokens) -> the summary rewritten shorter."""
+
 FoldedCallback = Callable[[str, list[Message]], None]
 """(session, the folded messages, each carrying its row `id`): e.g. extract conclusions."""
 
 UnitKind = Literal["user", "answer", "tool_calls", "orphan", "other"]
+Trigger = Literal["turns", "tokens"]
 
 SUMMARY_HEADER = "Earlier in this session:"
 SUMMARY_PREFIX = "Summary of the earlier conversation (older messages are folded into it):\n"
@@ -171,9 +175,22 @@ class CompressionPolicy(BaseModel):
     max_user_turns: int = Field(12, ge=1, description="fold when more user turns are verbatim")
     keep_turns: int = Field(4, ge=1, description="user turns that stay verbatim after folding")
     token_budget: int = Field(
-        6000, ge=1, description="estimated tokens of verbatim history beyond which to fold"
+        6000, ge=1, description="estimated tokens of the unfolded history (as sent) to fold past"
     )
     enabled: bool = True
+    mask_after_turns: int = Field(
+        4, ge=1, description="user turns whose tool results are sent in full; older ones as stubs"
+    )
+    mask_preview_chars: int = Field(200, ge=0, description="characters of a result in its stub")
+    older_turns_tokens: int = Field(
+        400,
+        ge=0,
+        description="tokens for the unfolded turns older than mask_after_turns, stubs included;"
+        " past it the oldest of them are sent as request and answer only",
+    )
+    summary_max_tokens: int = Field(
+        500, ge=50, description="cap on the running summary; past it the summariser shortens it"
+    )
 
 
 @dataclass
@@ -202,6 +219,8 @@ class SessionContext:
     messages: list[Message]
     summary_id: int | None = None
     last_message_id: int | None = None
+    elided_results: int = 0
+    collapsed_turns: int = 0
 
     def as_messages(self) -> list[Message]:
         """Summary message (if any) followed by the verbatim messages, for after the
@@ -221,17 +240,144 @@ class CompressionResult:
     kept_turns: int
     tokens_before: int
     tokens_after: int
-    trigger: Literal["turns", "tokens"]
+    trigger: Trigger
     summary_id: int | None = None
     covers_message_ids: list[int] = field(default_factory=list)
     failed: bool = False
     error: str | None = None
     callback_error: str | None = None
+    shortened: Literal["summariser", "trimmed"] | None = None
 
 
 def summary_message(summary: str) -> Message:
     """The system message the loop places right after the system prompt."""
     return {"role": "system", "content": SUMMARY_PREFIX + summary}
+
+
+# -- what the model sees of the unfolded turns --------------------------------------------
+
+
+@dataclass
+class Rendered:
+    """The unfolded history as sent: recent turns verbatim, older ones masked."""
+
+    messages: list[Message]
+    elided_results: int = 0
+    collapsed_turns: int = 0
+    older_tokens: int = 0
+
+
+def elided_stub(content: str | None, tool: str, preview_chars: int) -> str | None:
+    """The stub sent instead of an old tool result, or None when it would not be shorter.
+
+    The raw result stays in the store and in the trace; the model keeps the call, the
+    tool's name and the start of what it returned, which is what it needs to know that
+    the call happened and roughly what came back."""
+    text = content or ""
+    stub = json.dumps(
+        {"elided": True, "tool": tool, "chars": len(text), "preview": shorten(text, preview_chars)},
+        ensure_ascii=False,
+    )
+    return stub if estimate_tokens(stub) < estimate_tokens(text) else None
+
+
+def _masked_turn(turn: Sequence[Unit], preview_chars: int) -> tuple[list[Message], int]:
+    """The turn with each tool result replaced by its stub; calls and ids kept, so every
+    call still has exactly one result right after it."""
+    messages: list[Message] = []
+    elided = 0
+    for unit in turn:
+        names = {
+            call.get("id"): (call.get("function") or {}).get("name") or "tool"
+            for call in _tool_calls(unit.rows[0])
+        }
+        for row in unit.rows:
+            message = dict(row)
+            if row["role"] == "tool":
+                stub = elided_stub(
+                    row.get("content"), names.get(row.get("tool_call_id"), "tool"), preview_chars
+                )
+                if stub is not None:
+                    message["content"] = stub
+                    elided += 1
+            messages.append(message)
+    return messages, elided
+
+
+def _collapsed_turn(turn: Sequence[Unit]) -> list[Message]:
+    """The turn as request and answer only: each tool_calls unit is left out whole (its
+    text, if the model said something alongside the calls, is kept as a plain message),
+    so no call or result can be orphaned."""
+    messages: list[Message] = []
+    for unit in turn:
+        if unit.kind == "tool_calls":
+            content = unit.rows[0].get("content")
+            if content and content.strip():
+                messages.append({"role": "assistant", "content": content})
+        else:
+            messages.extend(dict(row) for row in unit.rows)
+    return messages
+
+
+def render_history(messages: Sequence[Message], policy: CompressionPolicy) -> Rendered:
+    """What the model is sent of the unfolded (repaired) messages.
+
+    Without this the prompt grows between folds by whole tool-heavy turns: up to
+    `max_user_turns - keep_turns` of them. So the last `mask_after_turns` user turns go
+    verbatim; older ones go with their tool results as stubs, newest first, while they fit
+    `older_turns_tokens`; the rest as request and answer only. What varies between folds
+    is then bounded by that budget plus a few short exchanges, whatever the tools return.
+    """
+    turns = split_turns(split_units(messages))
+    user_turns = [i for i, turn in enumerate(turns) if _is_user_turn(turn)]
+    if len(user_turns) <= policy.mask_after_turns:
+        return Rendered(messages=[dict(m) for m in messages])
+    start = user_turns[-policy.mask_after_turns]
+    older: list[list[Message]] = []
+    used = elided = collapsed = 0
+    collapsing = False
+    for turn in reversed(turns[:start]):
+        if not collapsing:
+            masked, count = _masked_turn(turn, policy.mask_preview_chars)
+            cost = estimate_message_tokens(masked)
+            if used + cost <= policy.older_turns_tokens:
+                older.append(masked)
+                used += cost
+                elided += count
+                continue
+            collapsing = True
+        short = _collapsed_turn(turn)
+        older.append(short)
+        used += estimate_message_tokens(short)
+        collapsed += 1
+    recent = [dict(row) for turn in turns[start:] for row in _rows(turn)]
+    return Rendered(
+        messages=[m for turn in reversed(older) for m in turn] + recent,
+        elided_results=elided,
+        collapsed_turns=collapsed,
+        older_tokens=used,
+    )
+
+
+def trim_summary(text: str, max_tokens: int) -> str:
+    """Cut a summary to `max_tokens` by dropping its oldest lines (the header stays); the
+    last resort when the summariser could not shorten it itself."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    header = [lines.pop(0)] if lines and lines[0].strip() == SUMMARY_HEADER else []
+    while len(lines) > 1 and estimate_tokens("\n".join(header + lines)) > max_tokens:
+        lines.pop(0)
+    result = "\n".join(header + lines)
+    if estimate_tokens(result) > max_tokens and lines:
+        # one long line (a model's paragraph): keep its start, cut by characters
+        room = max(max_tokens - estimate_tokens("\n".join(header)) - 1, 1)
+        line = lines[0]
+        while estimate_tokens(line) > room:
+            shorter = shorten(line, len(line) * 9 // 10)
+            if len(shorter) >= len(line):
+                break
+            line = shorter
+        result = "\n".join([*header, line])
+    return result
 
 
 # -- the compressor -----------------------------------------------------------------------
@@ -254,6 +400,7 @@ class SessionCompressor:
         on_folded: FoldedCallback | None = None,
         redactor: Redactor | None = None,
         summariser_name: str | None = None,
+        shrink: Shrinker | None = None,
     ) -> None:
         self.database = database
         self.working = working
@@ -261,6 +408,7 @@ class SessionCompressor:
         self.policy = policy or CompressionPolicy()
         self.on_folded = on_folded
         self.redactor = redactor
+        self.shrink = shrink or trim_summary
         self.summariser_name = (
             summariser_name or getattr(summarise, "__name__", None) or type(summarise).__name__
         )
@@ -290,14 +438,18 @@ class SessionCompressor:
         )
 
     def context(self, session: str) -> SessionContext:
-        """The running summary and the repaired messages it does not cover."""
+        """The running summary and the repaired messages it does not cover, the older of
+        them masked (`render_history`)."""
         latest = self.latest(session)
         rows = self._verbatim_rows(session, latest.last_message_id if latest else None)
+        rendered = render_history(_repaired(session, rows, with_id=False), self.policy)
         return SessionContext(
             summary=latest.text if latest else None,
-            messages=_repaired(session, rows, with_id=False),
+            messages=rendered.messages,
             summary_id=latest.id if latest else None,
             last_message_id=latest.last_message_id if latest else None,
+            elided_results=rendered.elided_results,
+            collapsed_turns=rendered.collapsed_turns,
         )
 
     # -- compression ----------------------------------------------------------------------
@@ -329,19 +481,23 @@ class SessionCompressor:
         previous = self.latest(session)
         rows = self._verbatim_rows(session, previous.last_message_id if previous else None)
         turns = split_turns(split_units(rows))
-        turn_tokens = [
-            estimate_message_tokens(_repaired(session, _rows(turn), with_id=False))
-            for turn in turns
-        ]
+
+        def sent_tokens(part: Sequence[list[Unit]]) -> int:
+            """Tokens of these turns as the model would be sent them (masked)."""
+            repaired = _repaired(
+                session, [row for turn in part for row in _rows(turn)], with_id=False
+            )
+            return estimate_message_tokens(render_history(repaired, policy).messages)
+
         user_turns = [i for i, turn in enumerate(turns) if _is_user_turn(turn)]
-        verbatim_tokens = sum(turn_tokens)
+        verbatim_tokens = sent_tokens(turns)
         over_turns = len(user_turns) > policy.max_user_turns
         over_tokens = verbatim_tokens > policy.token_budget
         if not user_turns or not (over_turns or over_tokens):
             return None, []
 
         keep = min(policy.keep_turns, len(user_turns))
-        while keep > 1 and sum(turn_tokens[user_turns[-keep] :]) > policy.token_budget:
+        while keep > 1 and sent_tokens(turns[user_turns[-keep] :]) > policy.token_budget:
             keep -= 1  # the budget wins over keep_turns, but the latest turn always stays
         cut = user_turns[-keep]
         if cut == 0:
@@ -381,6 +537,8 @@ class SessionCompressor:
             return result, []
 
         text = text.strip()
+        if estimate_tokens(text) > policy.summary_max_tokens:
+            text, result.shortened = self._bounded(session, text)
         if self.redactor is not None:
             text = self.redactor.text(text)
         covers = sorted({*(previous.covers_message_ids if previous else []), *folded_ids})
@@ -405,12 +563,33 @@ class SessionCompressor:
                     self.summariser_name,
                 ),
             )
-        kept = _repaired(session, kept_rows, with_id=False)
+        kept = render_history(_repaired(session, kept_rows, with_id=False), policy).messages
         result.summary = text
         result.summary_id = summary_id
         result.covers_message_ids = covers
         result.tokens_after = estimate_message_tokens([summary_message(text), *kept])
         return result, folded
+
+    def _bounded(self, session: str, text: str) -> tuple[str, Literal["rewritten", "trimmed"]]:
+        """Keep the running summary under its cap, so that it cannot grow with the
+        session: the summariser shortens it; if that fails or is still too long, its
+        oldest lines are cut."""
+        cap = self.policy.summary_max_tokens
+        if self.shrink is trim_summary:
+            return trim_summary(text, cap), "trimmed"
+        try:
+            shorter = (self.shrink(text, cap) or "").strip()
+        except Exception as exc:  # noqa: BLE001 - a failed shortening falls back to a cut
+            log.warning("session %s: shortening the summary failed: %r", session, exc)
+            shorter = ""
+        if shorter and estimate_tokens(shorter) <= cap:
+            return shorter, "rewritten"
+        log.warning(
+            "session %s: the summary is still over %d tokens after shortening; cut",
+            session,
+            cap,
+        )
+        return trim_summary(shorter or text, cap), "trimmed"
 
 
 def _rows(turn: Iterable[Unit]) -> list[dict[str, Any]]:

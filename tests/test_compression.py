@@ -16,13 +16,16 @@ from memory.compression import (
     CompressionPolicy,
     SessionCompressor,
     extractive_summary,
+    render_history,
     shorten,
     split_turns,
     split_units,
     summary_message,
+    trim_summary,
 )
 from memory.db import Database
 from memory.redact import Redactor
+from memory.tokens import estimate_message_tokens, estimate_tokens
 from memory.working import WorkingMemory
 
 Message = dict[str, Any]
@@ -269,7 +272,14 @@ def test_failing_summariser_keeps_history_and_stores_nothing(
     assert outcome.error and outcome.summary is None and outcome.summary_id is None
     assert outcome.tokens_after == outcome.tokens_before
     assert compressor.latest("s") is None
-    assert compressor.context("s").messages == before
+    sent = compressor.context("s").messages
+    assert_well_paired(sent)
+    # nothing was dropped: every request and answer still reaches the model, the
+    # recent turns verbatim (older ones may be masked, which is not summarising)
+    assert [m for m in sent if m["role"] in ("user", "assistant") and m["content"]] == [
+        m for m in before if m["role"] in ("user", "assistant") and m["content"]
+    ]
+    assert sent[-16:] == before[-16:]
     assert len(working.rows("s")) == 14 * 4
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("session s" in w and ("boom" in w or "no text" in w) for w in warnings)
@@ -432,6 +442,227 @@ def test_summaries_survive_reopening_the_file(tmp_path) -> None:
         assert user_turns(compressor.context("s").messages) == 4
     finally:
         reopened.close()
+
+
+# -- masking older turns, a bounded summary -----------------------------------------------
+
+
+def report_json(n: int) -> str:
+    """A long tool result (about 1,500 characters) whose key numbers come first."""
+    rows = [
+        {"sku": f"item-{n}-{i}", "stock": (n * 7 + i) % 40, "bin": f"B{i:02d}"} for i in range(30)
+    ]
+    return json.dumps({"warehouse": f"W{n}", "total_stock": 1000 + n, "rows": rows})
+
+
+def heavy_turn(db: Database, working: WorkingMemory, session: str, n: int, text: str = "") -> None:
+    """A tool-heavy turn: a long report and a short sum in parallel, then the answer."""
+    report = {
+        "id": f"r{n}",
+        "type": "function",
+        "function": {"name": "inventory_report", "arguments": json.dumps({"warehouse": f"W{n}"})},
+    }
+    run_turn(
+        db,
+        working,
+        session,
+        text or f"request {n}: stock in warehouse W{n}, and {n}+1?",
+        [calls_message(report, call(f"c{n}", f"{n}+1"))],
+        [
+            {"role": "tool", "tool_call_id": f"r{n}", "content": report_json(n)},
+            result(f"c{n}", f"{n}+1", n + 1),
+        ],
+        [{"role": "assistant", "content": f"W{n} holds {1000 + n} items; {n}+1 is {n + 1}."}],
+    )
+
+
+def test_old_tool_results_are_sent_as_stubs_and_pairs_stay_whole(database, working) -> None:
+    compressor = SessionCompressor(
+        database, working, Recorder(), CompressionPolicy(older_turns_tokens=100_000)
+    )
+    for n in range(1, 9):
+        heavy_turn(database, working, "s", n)
+
+    context = compressor.context("s")
+
+    sent = context.messages
+    assert_well_paired(sent)
+    assert user_turns(sent) == 8 and context.elided_results == 4
+    results = {m["tool_call_id"]: m["content"] for m in sent if m["role"] == "tool"}
+    for n in range(5, 9):  # the last four turns: verbatim
+        assert results[f"r{n}"] == report_json(n)
+    for n in range(1, 5):
+        stub = json.loads(results[f"r{n}"])
+        assert stub["elided"] is True and stub["tool"] == "inventory_report"
+        assert stub["chars"] == len(report_json(n))
+        assert len(stub["preview"]) <= 200
+        assert report_json(n).startswith(stub["preview"].rstrip("…"))
+        assert f'"total_stock": {1000 + n}' in stub["preview"]
+        assert results[f"c{n}"] == json.dumps({"expression": f"{n}+1", "value": n + 1})
+    # the raw results stay in the store
+    stored = {
+        row["tool_call_id"]: row["content"] for row in working.rows("s") if row["tool_call_id"]
+    }
+    assert all(stored[f"r{n}"] == report_json(n) for n in range(1, 9))
+    assert estimate_message_tokens(sent) < 0.7 * estimate_message_tokens(working.load("s"))
+
+
+def test_older_turns_past_their_budget_go_as_request_and_answer(database, working) -> None:
+    policy = CompressionPolicy()
+    for n in range(1, 13):
+        heavy_turn(database, working, "s", n)
+    compressor = SessionCompressor(database, working, Recorder(), policy)
+    assert compressor.maybe_compress("s") is None  # 12 turns: not yet folded
+
+    rendered = render_history(working.load("s"), policy)
+
+    sent = rendered.messages
+    assert_well_paired(sent)
+    assert rendered.collapsed_turns >= 1 and rendered.older_tokens > 0
+    # every request and answer is still there, in order
+    assert [m["content"] for m in sent if m["role"] == "user"] == [
+        f"request {n}: stock in warehouse W{n}, and {n}+1?" for n in range(1, 13)
+    ]
+    answers = [m["content"] for m in sent if m["role"] == "assistant" and m["content"]]
+    assert answers == [f"W{n} holds {1000 + n} items; {n}+1 is {n + 1}." for n in range(1, 13)]
+    # the oldest turn went without its tool round; the newest four with theirs, raw
+    assert sent[:2] == [
+        {"role": "user", "content": "request 1: stock in warehouse W1, and 1+1?"},
+        {"role": "assistant", "content": "W1 holds 1001 items; 1+1 is 2."},
+    ]
+    called = {c["id"] for m in sent for c in m.get("tool_calls") or ()}
+    assert "r1" not in called and {"r9", "r10", "r11", "r12"} <= called
+    assert context_tokens(sent[:-20]) < context_tokens(working.load("s")[:-20]) / 3
+
+
+def context_tokens(messages: Sequence[Message]) -> int:
+    return estimate_message_tokens(messages)
+
+
+def prompt_sizes(policy: CompressionPolicy, database, working, turns: int) -> list[int]:
+    """Tokens of what each turn starts from (summary plus unfolded history, as sent),
+    folding after each turn as the assistant does."""
+    compressor = SessionCompressor(database, working, Recorder(), policy)
+    sizes = []
+    for n in range(1, turns + 1):
+        sizes.append(estimate_message_tokens(compressor.context("s").as_messages()))
+        heavy_turn(database, working, "s", n)
+        outcome = compressor.maybe_compress("s")
+        assert outcome is None or not outcome.failed
+    return sizes
+
+
+def test_the_prompt_stays_flat_between_folds_whatever_the_phase(tmp_path) -> None:
+    """From turn 20 on, no turn's prompt is more than 1.3x another's; without masking
+    it swings by whole tool-heavy turns between folds."""
+    results = {}
+    for name, policy in {
+        "masked": CompressionPolicy(),
+        "unmasked": CompressionPolicy(mask_after_turns=12, older_turns_tokens=100_000),
+    }.items():
+        database = Database(tmp_path / f"{name}.db")
+        try:
+            sizes = prompt_sizes(policy, database, WorkingMemory(database), 60)[19:]
+        finally:
+            database.close()
+        results[name] = max(sizes) / min(sizes)
+    assert results["masked"] <= 1.3, results
+    assert results["unmasked"] > 1.3, results
+
+
+def long_summary(previous: str | None, messages: list[Message]) -> str:
+    """A summariser that ignores any length limit."""
+    return "\n".join(f"- fact {i}: the user said something worth keeping" for i in range(400))
+
+
+def test_a_summary_over_its_cap_is_rewritten_by_the_summariser(database, working) -> None:
+    asked: list[tuple[str, int]] = []
+
+    def shrink(text: str, max_tokens: int) -> str:
+        asked.append((text, max_tokens))
+        return "- the user asked for sums; all were answered"
+
+    compressor = SessionCompressor(
+        database, working, long_summary, CompressionPolicy(summary_max_tokens=100), shrink=shrink
+    )
+    for n in range(1, 14):
+        simple_turn(database, working, "s", n)
+
+    outcome = compressor.maybe_compress("s")
+
+    assert outcome is not None and not outcome.failed and outcome.shortened == "rewritten"
+    assert asked == [(long_summary(None, []), 100)]
+    latest = compressor.latest("s")
+    assert latest is not None and latest.text == "- the user asked for sums; all were answered"
+
+
+def _still_long(text: str, max_tokens: int) -> str:
+    return text
+
+
+def _broken(text: str, max_tokens: int) -> str:
+    raise TimeoutError("model timed out")
+
+
+@pytest.mark.parametrize("shrink", [None, _still_long, _broken], ids=["cut", "still-long", "fails"])
+def test_a_summary_still_over_its_cap_is_cut_to_it_keeping_the_newest(
+    database, working, shrink
+) -> None:
+    compressor = SessionCompressor(
+        database, working, long_summary, CompressionPolicy(summary_max_tokens=100), shrink=shrink
+    )
+    for n in range(1, 14):
+        simple_turn(database, working, "s", n)
+
+    outcome = compressor.maybe_compress("s")
+
+    assert outcome is not None and not outcome.failed and outcome.shortened == "trimmed"
+    latest = compressor.latest("s")
+    assert latest is not None and latest.tokens <= 100
+    assert latest.text.endswith("- fact 399: the user said something worth keeping")
+    assert "- fact 0:" not in latest.text
+
+
+def test_offline_summaries_stay_under_the_cap_in_chinese(database, working) -> None:
+    raw: list[int] = []
+
+    def summarise(previous: str | None, messages: list[Message]) -> str:
+        text = extractive_summary(previous, messages)
+        raw.append(estimate_tokens(text))
+        return text
+
+    compressor = SessionCompressor(database, working, summarise, CompressionPolicy())
+    sizes = []
+    for n in range(1, 60):
+        heavy_turn(
+            database,
+            working,
+            "s",
+            n,
+            text=f"第{n}个请求：请查一下仓库W{n}的库存，" + "并且说明每个货架的情况" * 6,
+        )
+        outcome = compressor.maybe_compress("s")
+        if outcome is not None:
+            assert not outcome.failed
+            latest = compressor.latest("s")
+            assert latest is not None
+            sizes.append(latest.tokens)
+    assert max(raw) > 500, "the cap never bit: this test needs longer requests"
+    assert len(sizes) >= 5 and max(sizes) <= 500
+    latest = compressor.latest("s")
+    assert latest is not None and latest.text.startswith(SUMMARY_HEADER)
+    covered = set(latest.covers_message_ids)
+    newest = [r for r in working.rows("s") if r["id"] in covered and r["role"] == "user"][-1]
+    assert "- user: " + shorten(newest["content"], 160) in latest.text  # newest kept
+    assert "第1个请求" not in latest.text  # oldest dropped
+
+
+def test_trim_summary_cuts_one_long_paragraph_from_its_end() -> None:
+    paragraph = "The user planned a trip to Lisbon and asked about trains. " * 40
+    cut = trim_summary(paragraph, 60)
+    assert estimate_tokens(cut) <= 60
+    assert cut.startswith("The user planned a trip to Lisbon") and cut.endswith("…")
+    assert trim_summary("short", 60) == "short"
 
 
 # -- the offline summariser ---------------------------------------------------------------
