@@ -24,22 +24,40 @@ bench/memory_recall_locomo.py (docs/BENCHMARKS.md).
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+import numpy as np
 import sqlite_utils
 
 from memory.db import Database, Migrations, Statement
-from memory.text import fts_document, fts_query
+from memory.text import fts_document, query_terms
 
 log = logging.getLogger(__name__)
 
 RRF_K = 60
+# A query term that more rows than this contain ("meeting" in a store of meeting notes)
+# does not choose full-text candidates on its own: only rows with a rarer query term are
+# ranked, by all the terms. BM25 over every row that holds a common word was most of the
+# full-text time at 100k rows (bench/memory_scale.py); stores below this size rank every
+# match, as before.
+COMMON_TERM_ROWS = 2000
 
 
 class Vectors(Protocol):
     needs_reembed: bool
+
+    @property
+    def backend_name(self) -> str:
+        """Stores with one backend name share query vectors: see `embed_query`."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """`text` embedded as a query, for `query(..., vector=)` of any store with the same
+        `backend_name`."""
+        ...
 
     def upsert(
         self, ids: Sequence[str], texts: Sequence[str], metadatas: Sequence[dict] | None = None
@@ -47,7 +65,9 @@ class Vectors(Protocol):
 
     def delete(self, ids: Sequence[str]) -> None: ...
 
-    def query(self, text: str, k: int) -> list[tuple[str, float]]: ...
+    def query(
+        self, text: str, k: int, *, vector: np.ndarray | None = None
+    ) -> list[tuple[str, float]]: ...
 
     def similar(self, text: str, k: int) -> list[tuple[str, float]]:
         """Like `query`, but embeds `text` as a passage: for near-duplicate detection."""
@@ -162,6 +182,18 @@ class HybridIndex:
         def m002_context_fts(db: sqlite_utils.Database) -> None:
             db.execute(f"CREATE VIRTUAL TABLE {context_table} USING fts5(id UNINDEXED, terms)")
 
+        @migrations
+        def m003_fts_id_indexed(db: sqlite_utils.Database) -> None:
+            """Rebuild both FTS tables with `id` indexed: a write deletes a row's terms by
+            id, which scanned the whole table before (29-77 ms a write at 100k rows). Each
+            gets a vocabulary table: how many rows hold a term (`COMMON_TERM_ROWS`)."""
+            for table in (fts_table, context_table):
+                db.execute(f"CREATE VIRTUAL TABLE {table}_rebuilt USING fts5(id, terms)")
+                db.execute(f"INSERT INTO {table}_rebuilt (id, terms) SELECT id, terms FROM {table}")
+                db.execute(f"DROP TABLE {table}")
+                db.execute(f"ALTER TABLE {table}_rebuilt RENAME TO {table}")
+                db.execute(f"CREATE VIRTUAL TABLE {table}_vocab USING fts5vocab({table}, 'col')")
+
         database.migrate(migrations)
 
     # -- writes: FTS inside the owner's transaction, vectors after it ---------------------
@@ -190,10 +222,8 @@ class HybridIndex:
         return statements
 
     def delete_statements(self, doc_id: str) -> list[Statement]:
-        return [
-            (f"DELETE FROM {self.fts_table} WHERE id = ?", (doc_id,)),
-            (f"DELETE FROM {self.context_table} WHERE id = ?", (doc_id,)),
-        ]
+        """Statements that remove one row's terms, found by its id through the index."""
+        return [_delete_by_id(table, doc_id) for table in (self.fts_table, self.context_table)]
 
     def embed(
         self,
@@ -260,45 +290,85 @@ class HybridIndex:
                 found = self._fts_ranking(table, query, n, where, params)
                 # a list shorter than n holds every match: a row outside it scores 0
                 rankings.append(Ranked(name, weight, found, 0.0 if len(found) < n else None))
-        if weights.vector > 0:
-            found = self._vector(query, n, where, params)
-            rankings.append(Ranked("vector", weights.vector, found))
-        if weights.context_vector > 0 and self.context_vectors is not None:
-            found = self._nearest(self.context_vectors, query, n, where, params)
-            rankings.append(Ranked("context_vector", weights.context_vector, found))
+        stores = [
+            (name, weight, vectors)
+            for name, weight, vectors in (
+                ("vector", weights.vector, self.vectors),
+                ("context_vector", weights.context_vector, self.context_vectors),
+            )
+            if weight > 0 and vectors is not None
+        ]
+        vector = self._shared_query_vector([vectors for _, _, vectors in stores], query)
+        for name, weight, vectors in stores:
+            found = self._nearest(vectors, query, n, where, params, vector=vector)
+            rankings.append(Ranked(name, weight, found))
         hits = fuse(rankings, weights)
         return sorted(hits.values(), key=lambda hit: -hit.score)[:k]
-
-    def _fts(self, query: str, n: int, where: str, params: Sequence[Any]) -> list[str]:
-        return [doc_id for doc_id, _ in self._fts_ranking(self.fts_table, query, n, where, params)]
 
     def _fts_ranking(
         self, table: str, query: str, n: int, where: str, params: Sequence[Any]
     ) -> Ranking:
-        """The best BM25 matches in one FTS table as (id, -bm25): higher is better."""
-        expression = fts_query(query)
-        if expression is None:
+        """The best BM25 matches in one FTS table as (id, -bm25): higher is better.
+
+        When the query also has rarer terms, rows that hold only common ones (in more than
+        `COMMON_TERM_ROWS` rows) are not ranked; the rows that are ranked are scored by all
+        the terms. The FTS table drives the join (CROSS JOIN): the owner is read by id."""
+        terms = query_terms(query)
+        if not terms:
             return []
-        rows = self.database.query(
+        sql = (
             f"SELECT f.id AS id, -bm25({table}) AS score FROM {table} f "
-            f"JOIN {self.owner_table} o ON o.id = f.id "
-            f"WHERE {table} MATCH ? AND ({where}) ORDER BY bm25({table}) LIMIT ?",
-            [expression, *params, n],
+            f"CROSS JOIN {self.owner_table} o ON o.id = f.id WHERE {table} MATCH ?"
+        )
+        args: list[Any] = [_match_terms(terms)]
+        rare = self._rare_terms(table, terms)
+        if rare and len(rare) < len(terms):
+            # "+": a filter on the rows the MATCH yields, not a rowid lookup per rare row,
+            # which re-ran the whole MATCH each time (seconds at 100k)
+            sql += f" AND +f.rowid IN (SELECT rowid FROM {table} WHERE {table} MATCH ?)"
+            args.append(_match_terms(rare))
+        rows = self.database.query(
+            f"{sql} AND ({where}) ORDER BY bm25({table}) LIMIT ?", [*args, *params, n]
         )
         return [(row["id"], row["score"]) for row in rows]
 
-    def _vector(
-        self, query: str, n: int, where: str, params: Sequence[Any]
-    ) -> list[tuple[str, float]]:
-        return self._nearest(self.vectors, query, n, where, params)
+    def _rare_terms(self, table: str, terms: Sequence[str]) -> list[str]:
+        """The terms that at most `COMMON_TERM_ROWS` rows of `table` hold."""
+        marks = ",".join("?" * len(terms))
+        rows = self.database.query(
+            f"SELECT term, doc FROM {table}_vocab WHERE col = 'terms' AND term IN ({marks})",
+            list(terms),
+        )
+        common = {row["term"] for row in rows if row["doc"] > COMMON_TERM_ROWS}
+        return [term for term in terms if term not in common]
+
+    def _shared_query_vector(self, stores: Sequence[Vectors], query: str) -> np.ndarray | None:
+        """The query embedded once for several stores with one backend (the main and the
+        context collection), so a search pays for one query embedding, not two."""
+        if len(stores) < 2 or not query.strip():
+            return None
+        try:
+            if len({vectors.backend_name for vectors in stores}) != 1:
+                return None
+            return stores[0].embed_query(query)
+        except Exception as exc:  # noqa: BLE001 - full-text recall still answers
+            log.warning("%s: query embedding failed, using full-text only: %s", self.name, exc)
+            return None
 
     def _nearest(
-        self, vectors: Vectors | None, query: str, n: int, where: str, params: Sequence[Any]
+        self,
+        vectors: Vectors | None,
+        query: str,
+        n: int,
+        where: str,
+        params: Sequence[Any],
+        *,
+        vector: np.ndarray | None = None,
     ) -> list[tuple[str, float]]:
         if vectors is None or not query.strip():
             return []
         try:
-            found = vectors.query(query, n * 4)
+            found = vectors.query(query, n * 4, vector=vector)
         except Exception as exc:  # noqa: BLE001 - full-text recall still answers
             log.warning("%s: vector search failed, using full-text only: %s", self.name, exc)
             return []
@@ -321,9 +391,12 @@ class HybridIndex:
         allowed: set[str] = set()
         for start in range(0, len(ids), 500):
             chunk = list(ids[start : start + 500])
-            marks = ",".join("?" * len(chunk))
+            # the candidate ids drive the join (CROSS JOIN), so each is one primary-key
+            # lookup; with `id IN (...)` the planner scanned the status index (40 ms at 100k)
+            marks = ",".join(["(?)"] * len(chunk))
             rows = self.database.query(
-                f"SELECT id FROM {self.owner_table} o WHERE id IN ({marks}) AND ({where})",
+                f"WITH candidates(id) AS (VALUES {marks}) SELECT o.id AS id FROM candidates c "
+                f"CROSS JOIN {self.owner_table} o ON o.id = c.id WHERE ({where})",
                 [*chunk, *params],
             )
             allowed.update(row["id"] for row in rows)
@@ -413,8 +486,17 @@ class LazyVectors:
     def delete(self, ids: Sequence[str]) -> None:
         self._get().delete(ids)
 
-    def query(self, text: str, k: int) -> list[tuple[str, float]]:
-        return self._get().query(text, k)
+    @property
+    def backend_name(self) -> str:
+        return self._get().backend_name
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._get().embed_query(text)
+
+    def query(
+        self, text: str, k: int, *, vector: np.ndarray | None = None
+    ) -> list[tuple[str, float]]:
+        return self._get().query(text, k, vector=vector)
 
     def similar(self, text: str, k: int) -> list[tuple[str, float]]:
         return self._get().similar(text, k)
@@ -424,3 +506,26 @@ class LazyVectors:
 
     def reset(self) -> None:
         self._get().reset()
+
+
+def _match_terms(terms: Sequence[str]) -> str:
+    """An FTS5 MATCH expression: any of `terms` (each quoted) in the terms column."""
+    quoted = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+    return f"terms : ({quoted})"
+
+
+_ID_TOKENS = re.compile(r"[A-Za-z0-9]+")
+
+
+def _delete_by_id(table: str, doc_id: str) -> Statement:
+    """DELETE one id's row: through the index by the id's longest token (an ASCII id
+    tokenises as its alphanumeric runs), then checked against the whole id. An id the
+    tokenizer might fold differently (non-ASCII) or without a token is found by a scan."""
+    tokens = _ID_TOKENS.findall(doc_id) if doc_id.isascii() else []
+    if not tokens:
+        return (f"DELETE FROM {table} WHERE id = ?", (doc_id,))
+    token = max(tokens, key=len)
+    return (
+        f"DELETE FROM {table} WHERE {table} MATCH ? AND id = ?",
+        (f'id : "{token}"', doc_id),
+    )

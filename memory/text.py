@@ -15,12 +15,13 @@ from functools import lru_cache
 
 import snowballstemmer
 
-_RUNS = re.compile(
-    r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+|[^\W_]+(?:['\u2019][^\W_]+)*", re.UNICODE
-)
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+# a Latin run stops at a Chinese character: "18315号发票" is "18315" and then 号发票
+_LATIN = rf"[^\W_{_HAN}]+"
+_RUNS = re.compile(rf"[{_HAN}]+|{_LATIN}(?:['\u2019]{_LATIN})*", re.UNICODE)
 # English clitics dropped from a word: "Melanie's" is "melanie", "don't" is "don"
 _CLITICS = frozenset({"s", "t", "re", "ve", "ll", "d", "m"})
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CJK = re.compile(f"[{_HAN}]")
 STOP_WORDS = frozenset(
     """
     a about above after again against all am an and any are as at be because been before being
@@ -36,6 +37,9 @@ STOP_WORDS = frozenset(
     都 还 又 这 那 什么 怎么 哪 个 一个 有 没有 关于
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
+# Chinese function words: a query bigram that contains one ("的数", "是哪") spans a word
+# boundary and matches thousands of unrelated rows in a large store (bench/memory_scale.py)
+FUNCTION_CHARACTERS = frozenset("的了是在和与也就都还又吗呢吧啊个把被给")
 
 
 @lru_cache(maxsize=1)
@@ -72,12 +76,20 @@ def index_terms(text: str) -> list[str]:
     return terms
 
 
+def _query_bigrams(run: str) -> list[str]:
+    """A Chinese run's bigrams, without those that span a function word (unless none is
+    left): in "项目的数据库" the bigram "的数" is noise, "数据" and "据库" carry the query."""
+    bigrams = [run[i : i + 2] for i in range(len(run) - 1)]
+    content = [pair for pair in bigrams if not FUNCTION_CHARACTERS.intersection(pair)]
+    return content or bigrams
+
+
 def query_terms(text: str) -> list[str]:
     """Distinct terms of a query, stop words dropped (unless nothing else is left)."""
     terms: list[str] = []
     for run in _RUNS.findall(_normalise(text)):
         if _CJK.match(run):
-            terms.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
+            terms.extend([run] if len(run) == 1 else _query_bigrams(run))
         else:
             terms.extend(_words(run))
     kept = [term for term in terms if term not in STOP_WORDS] or terms
@@ -87,11 +99,3 @@ def query_terms(text: str) -> list[str]:
 
 def fts_document(text: str) -> str:
     return " ".join(index_terms(text))
-
-
-def fts_query(text: str) -> str | None:
-    """An FTS5 MATCH expression: any of the query's terms, each quoted."""
-    terms = query_terms(text)
-    if not terms:
-        return None
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)

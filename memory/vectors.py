@@ -9,7 +9,9 @@ configured backend differs, `needs_reembed` is set and writes and queries are re
 `reset()` has emptied the collection for a full re-add: vectors from two models in one index
 would compare as if they meant something.
 
-One process owns a Chroma folder at a time (M6b); the caller holds that lock.
+One process owns a Chroma folder at a time (M6b); the caller holds that lock. That is
+why the collection's size can be cached between writes: Chroma's `count()` took 8.7 ms
+at 100k rows (bench/memory_scale.py), more than the search itself.
 """
 
 from __future__ import annotations
@@ -132,6 +134,8 @@ class VectorStore:
         }
         self._function = ChromaEmbeddingFunction(backend)
         self.needs_reembed = False
+        # rows in the collection, read once and forgotten on every write of ours
+        self._size: int | None = None
         self._collection = self._open()
 
     def __repr__(self) -> str:
@@ -140,6 +144,11 @@ class VectorStore:
     @property
     def collection(self) -> Collection:
         return self._collection
+
+    @property
+    def backend_name(self) -> str:
+        """Stores with the same backend name can share one query vector (`embed_query`)."""
+        return self.backend.name
 
     @contextmanager
     def _chroma(self, action: str) -> Iterator[None]:
@@ -199,6 +208,7 @@ class VectorStore:
             with suppress(NotFoundError):
                 self.client.delete_collection(self.name)
             self._collection = self._create()
+        self._size = None
         self.needs_reembed = False
 
     def _refuse_if_stale(self) -> None:
@@ -232,6 +242,7 @@ class VectorStore:
             if metadatas is not None:
                 # Chroma wants None, not {}, for "no metadata"
                 metas = [dict(m) if m else None for m in metadatas[start:stop]]
+            self._size = None
             with self._chroma("write vectors"):
                 self._collection.upsert(
                     ids=ids[start:stop],
@@ -244,15 +255,28 @@ class VectorStore:
         ids = list(ids)
         if not ids:
             return
+        self._size = None
         with self._chroma("delete vectors"):
             self._collection.delete(ids=ids)
 
+    def embed_query(self, text: str) -> np.ndarray:
+        """`text` embedded as a search query, for `query(..., vector=)`: a search over two
+        collections with one backend embeds its query once, not twice."""
+        self._refuse_if_stale()
+        return self.backend.embed_query(text)
+
     def query(
-        self, text: str, k: int, where: Mapping[str, Any] | None = None
+        self,
+        text: str,
+        k: int,
+        where: Mapping[str, Any] | None = None,
+        *,
+        vector: np.ndarray | None = None,
     ) -> list[tuple[str, float]]:
         """The `k` rows nearest to `text` as a search query: (id, cosine similarity), best
-        first. `where` is a Chroma metadata filter; a smaller collection yields fewer."""
-        return self._nearest(text, k, where, as_query=True)
+        first. `where` is a Chroma metadata filter; a smaller collection yields fewer.
+        `vector` is `text` already embedded by `embed_query` (of a store with this backend)."""
+        return self._nearest(text, k, where, as_query=True, vector=vector)
 
     def similar(
         self, text: str, k: int, where: Mapping[str, Any] | None = None
@@ -262,18 +286,23 @@ class VectorStore:
         return self._nearest(text, k, where, as_query=False)
 
     def _nearest(
-        self, text: str, k: int, where: Mapping[str, Any] | None, *, as_query: bool
+        self,
+        text: str,
+        k: int,
+        where: Mapping[str, Any] | None,
+        *,
+        as_query: bool,
+        vector: np.ndarray | None = None,
     ) -> list[tuple[str, float]]:
         if k <= 0:
             return []
         self._refuse_if_stale()
-        with self._chroma("count vectors"):
-            size = self._collection.count()
+        size = self._cached_count()
         if size == 0:
             return []
-        if as_query:
+        if vector is None and as_query:
             vector = self.backend.embed_query(text)
-        else:
+        elif vector is None:
             vector = self.backend.embed_passages([text])[0]
         with self._chroma("query vectors"):
             found = self._collection.query(
@@ -299,5 +328,10 @@ class VectorStore:
                 offset += ID_PAGE
 
     def count(self) -> int:
+        """Rows in the collection, asked of Chroma (and remembered until the next write)."""
         with self._chroma("count vectors"):
-            return self._collection.count()
+            self._size = self._collection.count()
+        return self._size
+
+    def _cached_count(self) -> int:
+        return self.count() if self._size is None else self._size
