@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import errno
 import json
 import logging
 import os
@@ -29,6 +30,7 @@ from typing import Any
 import sqlite_utils
 
 from memory.db import Database, Migrations
+from memory.errors import StorageError
 from tools.base import ToolError
 from tools.confirm import STALE_PREVIEW, GuardedPreview
 from tools.vault.jail import VaultJail, VaultPath
@@ -145,22 +147,60 @@ def now_local() -> dt.datetime:
 
 def atomic_write(path: Path, text: str) -> None:
     """Write `text` so that `path` holds either the old or the new content, never a torn
-    mix: a temp file in the same folder, fsync, then `os.replace` (atomic on POSIX)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
+    mix: a temp file in the same folder, fsync, then `os.replace` (atomic on POSIX). If
+    anything fails (a full disk, say), the temp file and any folder made for it are
+    removed and the old file is untouched."""
+    made = _make_folders(path.parent)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
+    except BaseException:
+        _remove_folders(made)
+        raise
+    try:
+        try:
+            data = memoryview(text.encode("utf-8"))
+            while data:
+                written = os.write(fd, data)
+                if written <= 0:
+                    raise OSError(errno.EIO, "the write made no progress")
+                data = data[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         with suppress(OSError):
             os.chmod(temp, path.stat().st_mode & 0o7777 if path.exists() else 0o644)
         os.replace(temp, path)
     except BaseException:
         with suppress(OSError):
             os.unlink(temp)
+        _remove_folders(made)
         raise
     _fsync_folder(path.parent)
+
+
+def _make_folders(folder: Path) -> list[Path]:
+    """Create `folder` and its missing parents; return the ones created, deepest first."""
+    missing: list[Path] = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for created in reversed(missing):
+        with suppress(FileExistsError):
+            created.mkdir()
+    return missing
+
+
+def _remove_folders(folders: list[Path]) -> None:
+    for folder in folders:
+        with suppress(OSError):
+            folder.rmdir()  # only while still empty
+
+
+def _failure(exc: OSError) -> str:
+    """An OSError as the user should read it; a full disk says so plainly."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "no space left on the device (the disk is full or over quota)"
+    return str(exc.strerror or exc)
 
 
 def _fsync_folder(folder: Path) -> None:
@@ -657,40 +697,87 @@ class Vault:
         if expect is not None:
             _check_preview(changes, expect)
         write_id = f"w_{uuid.uuid4().hex[:12]}"
-        done: list[dict[str, Any]] = []
-        changed: list[str] = []
-        removed: list[str] = []
         with self._lock:
             for change in changes:
                 self._check_unchanged(change)
-            try:
-                for change in changes:
+            performed: list[tuple[Change, int]] = []
+            for change in changes:
+                try:
                     row_id = self._journal(write_id, change, actor)
-                    try:
-                        self._perform(change)
-                    except OSError as exc:
-                        self.database.write("DELETE FROM vault_journal WHERE id = ?", (row_id,))
-                        raise ToolError(
-                            "WRITE_FAILED",
-                            f"could not write {change.path.rel}: {exc.strerror or exc}; "
-                            "the note is unchanged",
-                        ) from exc
-                    done.append(_change_row(change))
-                    if change.op == "move":
-                        assert change.new_path is not None
-                        removed.append(change.path.rel)
-                        changed.append(change.new_path.rel)
-                    elif change.after is None:
-                        removed.append(change.path.rel)
-                    else:
-                        changed.append(change.path.rel)
-            finally:
-                if done:
-                    self._prune_journal()
-                    self._notify(VaultEvent(tuple(changed), tuple(removed)))
+                except StorageError as exc:
+                    raise self._failed(
+                        change, performed, f"the vault journal failed: {exc}"
+                    ) from exc
+                try:
+                    self._perform(change)
+                except OSError as exc:
+                    performed.append((change, row_id))  # half done: put back with the rest
+                    raise self._failed(change, performed, _failure(exc)) from exc
+                performed.append((change, row_id))
+            with suppress(StorageError):  # an old entry kept a while longer does no harm
+                self._prune_journal()
+            self._notify(_event(changes))
         main = changes[0]
         where = main.new_path.rel if main.new_path is not None else main.path.rel
-        return WriteResult(write_id, main.op, where, done)
+        return WriteResult(write_id, main.op, where, [_change_row(c) for c in changes])
+
+    def _failed(self, failed: Change, performed: list[tuple[Change, int]], why: str) -> ToolError:
+        """A write stopped part way (a full disk, say): put back what it had done so far,
+        newest first, and drop its journal rows, so the vault is as before and the journal
+        claims nothing. What cannot be put back stays journaled for `vault undo`."""
+        stuck: list[Change] = []
+        for change, row_id in reversed(performed):
+            try:
+                self._revert(change)
+            except OSError:
+                stuck.append(change)
+                continue
+            try:
+                self.database.write("DELETE FROM vault_journal WHERE id = ?", (row_id,))
+            except StorageError:  # undo sees the file as it was and skips the entry
+                log.warning("could not drop journal row %s of a failed write", row_id)
+        if stuck:
+            self._notify(_event(stuck))
+            names = ", ".join(change.path.rel for change in stuck)
+            outcome = (
+                f"{len(stuck)} file(s) could not be put back ({names}); `assistant vault "
+                "undo` restores them once there is room"
+            )
+        elif any(change is not failed for change, _ in performed):
+            outcome = "nothing was changed (the files already written were put back)"
+        else:
+            outcome = "the note is unchanged"
+        note = failed.path.rel
+        return ToolError("WRITE_FAILED", f"could not write {note}: {why}; {outcome}", path=note)
+
+    def _revert(self, change: Change) -> None:
+        """Put back one change this write performed, or half performed."""
+        old = change.path.abs
+        if change.op == "move":
+            assert change.new_path is not None
+            new = change.new_path.abs
+            if not new.exists():
+                return  # nothing landed
+            if old.exists() and not os.path.samefile(old, new):
+                os.unlink(new)  # the copy landed, the note is still where it was
+            elif change.before == change.after:
+                os.replace(new, old)
+            else:
+                assert change.before is not None
+                atomic_write(old, change.before)
+                if not os.path.samefile(old, new):
+                    os.unlink(new)
+            return
+        try:
+            current: str | None = old.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            current = None
+        if current == change.before:
+            return  # the write never reached the file
+        if change.before is None:
+            os.unlink(old)
+        else:
+            atomic_write(old, change.before)
 
     def _check_unchanged(self, change: Change) -> None:
         current = self._current(change.path)
@@ -831,7 +918,7 @@ class Vault:
                     for step in steps:
                         step(changed, removed)
                 except OSError as exc:
-                    result.stopped = f"undo of {write['write_id']} failed: {exc.strerror or exc}"
+                    result.stopped = f"undo of {write['write_id']} failed: {_failure(exc)}"
                     self._notify(VaultEvent(tuple(changed), tuple(removed)))
                     break
                 self.database.update(
@@ -997,6 +1084,21 @@ def _check_preview(changes: list[Change], expect: dict[str, str | None]) -> None
         f"{names} changed since the preview was made, so nothing was changed",
         paths=changed,
     )
+
+
+def _event(changes: list[Change]) -> VaultEvent:
+    changed: list[str] = []
+    removed: list[str] = []
+    for change in changes:
+        if change.op == "move":
+            assert change.new_path is not None
+            removed.append(change.path.rel)
+            changed.append(change.new_path.rel)
+        elif change.after is None:
+            removed.append(change.path.rel)
+        else:
+            changed.append(change.path.rel)
+    return VaultEvent(tuple(changed), tuple(removed))
 
 
 def _change_row(change: Change) -> dict[str, Any]:
