@@ -7,6 +7,12 @@ message with tool_calls plus all its results is one unit) and in fact at turn
 boundaries, so the model never sees a tool result without its call or the reverse.
 Raw messages are never deleted: the summary only records which ids it covers, and a
 summariser that fails leaves the history as it was instead of storing its error.
+
+Between folds the prompt would still swing by up to eight whole tool-heavy turns, so
+what is sent of the unfolded turns is masked (`render_history`): the last few verbatim,
+older tool results as short stubs (the call and its id kept), the oldest as request and
+answer only. The running summary has a token cap: past it the summariser is asked to
+shorten it, and if that fails it is cut. Together the prompt stays flat over a session.
 """
 
 from __future__ import annotations
@@ -246,7 +252,7 @@ class CompressionResult:
     failed: bool = False
     error: str | None = None
     callback_error: str | None = None
-    shortened: Literal["summariser", "trimmed"] | None = None
+    shortened: Literal["rewritten", "trimmed"] | None = None
 
 
 def summary_message(summary: str) -> Message:
