@@ -123,8 +123,10 @@ class Database:
 
     def query(self, sql: str, params: Sequence[object] = ()) -> list[dict]:
         try:
-            with self.lock:
-                return list(self.db.query(sql, params))
+            with self.lock:  # plain cursor: sqlite-utils' query parses the SQL first
+                cursor = self.db.conn.execute(sql, params)
+                keys = [column[0] for column in cursor.description or ()]
+                return [dict(zip(keys, row, strict=True)) for row in cursor]
         except sqlite3.Error as exc:
             raise StorageError(describe_sqlite_error(self.path, exc)) from exc
 
