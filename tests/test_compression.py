@@ -9,6 +9,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memory.compression import (
     SUMMARY_HEADER,
@@ -26,7 +28,7 @@ from memory.compression import (
 from memory.db import Database
 from memory.redact import Redactor
 from memory.tokens import estimate_message_tokens, estimate_tokens
-from memory.working import WorkingMemory
+from memory.working import WorkingMemory, repair
 
 Message = dict[str, Any]
 
@@ -533,6 +535,60 @@ def test_older_turns_past_their_budget_go_as_request_and_answer(database, workin
     called = {c["id"] for m in sent for c in m.get("tool_calls") or ()}
     assert "r1" not in called and {"r9", "r10", "r11", "r12"} <= called
     assert context_tokens(sent[:-20]) < context_tokens(working.load("s")[:-20]) / 3
+
+
+_PIECES = st.lists(
+    st.one_of(
+        st.just(("user",)),
+        st.just(("answer",)),
+        st.tuples(st.just("calls"), st.integers(1, 3), st.integers(0, 3), st.booleans()),
+        st.just(("orphan",)),
+    ),
+    max_size=40,
+)
+
+
+def _session_from(pieces: Sequence[tuple[Any, ...]]) -> list[Message]:
+    """Messages as a crash-prone store may hold them: parallel calls with some results
+    missing, results with no call, long and short results, text alongside calls."""
+    messages: list[Message] = []
+    for n, piece in enumerate(pieces):
+        if piece[0] == "user":
+            messages.append({"role": "user", "content": f"request {n}"})
+        elif piece[0] == "answer":
+            messages.append({"role": "assistant", "content": f"answer {n}"})
+        elif piece[0] == "orphan":
+            messages.append({"role": "tool", "tool_call_id": f"gone{n}", "content": "x" * 900})
+        else:
+            _, count, results, says = piece
+            ids = [f"k{n}_{i}" for i in range(count)]
+            message = calls_message(*(call(i, "1+1") for i in ids))
+            if says:
+                message["content"] = "let me look"
+            messages.append(message)
+            for i in ids[:results]:
+                content = report_json(n) if n % 2 else json.dumps({"value": n})
+                messages.append({"role": "tool", "tool_call_id": i, "content": content})
+    return messages
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pieces=_PIECES,
+    mask_after=st.integers(1, 5),
+    budget=st.sampled_from([0, 150, 400, 100_000]),
+)
+def test_masking_never_orphans_a_call_or_a_result(
+    pieces: list[tuple[Any, ...]], mask_after: int, budget: int
+) -> None:
+    repaired, _ = repair(_session_from(pieces))
+    policy = CompressionPolicy(mask_after_turns=mask_after, older_turns_tokens=budget)
+
+    sent = render_history(repaired, policy).messages
+
+    assert_well_paired(sent)
+    assert [m for m in sent if m["role"] == "user"] == [m for m in repaired if m["role"] == "user"]
+    assert estimate_message_tokens(sent) <= estimate_message_tokens(repaired)
 
 
 def context_tokens(messages: Sequence[Message]) -> int:
