@@ -9,6 +9,7 @@ import pytest
 
 from tools.vault.notes import (
     LinkResolver,
+    _split_long,
     backlinks,
     chunk_note,
     find_sections,
@@ -127,6 +128,48 @@ def test_chunks_follow_headings_and_carry_the_title_and_trail() -> None:
     long = parse_note("Long.md", "# Long\n\n" + paragraphs)
     pieces = chunk_note(long, max_chars=600)
     assert len(pieces) > 5 and all(len(c.text) <= 600 for c in pieces)
+
+
+def _long_section(words: list[str]) -> list[str]:
+    """Forty paragraphs and lists of varied length: a section far over the chunk limit."""
+    blocks = []
+    for i in range(40):
+        size = 8 + (i * 7) % 45
+        text = " ".join(words[(i * 3 + j) % len(words)] for j in range(size))
+        blocks.append(f"- {text}\n- item {i}" if i % 3 == 0 else f"Paragraph {i}: {text}.")
+    return blocks
+
+
+def test_a_one_line_edit_in_a_long_section_changes_one_chunk() -> None:
+    words = [
+        "release",
+        "plan",
+        "budget",
+        "迁移",
+        "数据库",
+        "review",
+        "latency",
+        "rollout",
+        "周报",
+        "owner",
+        "risk",
+    ]
+    blocks = _long_section(words)
+    text = "# Long\n\n## Log\n\n" + "\n\n".join(blocks) + "\n"
+    before = chunk_note(parse_note("Long.md", text))
+    assert len(before) >= 8 and all(len(c.text) <= 1200 for c in before)
+    for number in range(0, 40, 3):
+        edited = list(blocks)
+        edited[number] += " (edited: one more clause)"
+        after = chunk_note(parse_note("Long.md", "# Long\n\n## Log\n\n" + "\n\n".join(edited)))
+        new = {c.hash for c in after} - {c.hash for c in before}
+        assert len(new) == 1, f"editing block {number} changed {len(new)} chunks"
+
+
+def test_long_text_is_split_in_order_without_losing_a_character() -> None:
+    text = "\n\n".join(_long_section(["a", "bb", "ccc", "dddd"])) + "\n" + "x" * 3000 + "\n"
+    pieces = _split_long(text, 500)
+    assert "".join(pieces) == text.rstrip("\n") and all(len(piece) <= 500 for piece in pieces)
 
 
 def test_links_resolve_like_obsidian_and_backlinks_are_found() -> None:

@@ -561,21 +561,38 @@ def skip_reason(
 # -- chunks for the index --------------------------------------------------------------------
 
 
+def _natural_cut(unit: str) -> bool:
+    """May a piece end after this block? Decided by how the block begins, not by where
+    the piece began or how the block ends, so editing a line moves no cut. About one
+    block in three qualifies."""
+    start = unit.strip()[:32]
+    digest = hashlib.blake2b(start.encode("utf-8"), digest_size=2).digest()
+    return int.from_bytes(digest, "big") % 3 == 0
+
+
 def _split_long(text: str, limit: int) -> list[str]:
-    """Split at blank lines, then lines, then hard, so every piece is at most `limit`."""
+    """Split at blank lines, then lines, then hard, so every piece is at most `limit`.
+    A piece of two blocks or more ends at a block `_natural_cut` picks: editing a line
+    changes no block count and no cut, so it changes one piece (its hash, its embedding),
+    not every piece after it as filling pieces up to the limit would. Only an edit that
+    pushes a piece past the limit moves cuts, and only up to the next natural one."""
     if len(text) <= limit:
         return [text]
-    pieces: list[str] = []
-    current = ""
+    units: list[str] = []
     for block in re.split(r"(?<=\n)(?=\s*\n)", text):
         for part in [block] if len(block) <= limit else block.splitlines(keepends=True):
-            while len(part) > limit:
-                pieces.append(part[:limit])
-                part = part[limit:]
-            if len(current) + len(part) > limit and current.strip():
-                pieces.append(current)
-                current = ""
-            current += part
+            units.extend(part[start : start + limit] for start in range(0, len(part), limit))
+    pieces: list[str] = []
+    current, blocks = "", 0
+    for unit in units:
+        if len(current) + len(unit) > limit and current.strip():
+            pieces.append(current)
+            current, blocks = "", 0
+        current += unit
+        blocks += 1 if unit.strip() else 0
+        if blocks >= 2 and _natural_cut(unit):
+            pieces.append(current)
+            current, blocks = "", 0
     if current.strip():
         pieces.append(current)
     return pieces
