@@ -75,6 +75,19 @@ class MemorySettings(_Section):
     compress_after_turns: int = Field(12, ge=2)
     keep_turns: int = Field(4, ge=1)
     token_budget: int = Field(6000, ge=500)
+    mask_after_turns: int = Field(
+        4, ge=1, description="Turns whose tool results are sent in full; older ones as stubs."
+    )
+    mask_preview_chars: int = Field(200, ge=0, description="Characters of a result in its stub.")
+    older_turns_tokens: int = Field(
+        400,
+        ge=0,
+        description="Tokens for unfolded turns older than mask_after_turns; past it the oldest "
+        "are sent as request and answer only.",
+    )
+    summary_max_tokens: int = Field(
+        500, ge=50, description="Cap on the running summary; past it the summariser shortens it."
+    )
     unsaved_ms: float = Field(
         50.0,
         ge=0,

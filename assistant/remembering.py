@@ -46,28 +46,17 @@ SHORTEN_REQUEST = """\
 This summary is too long. Rewrite it in at most {words} words: keep the facts, numbers,
 names, paths and decisions later turns may need, and what is still open; drop the rest."""
 
-# Compression knobs that `MemorySettings` may not define (yet): the policy's defaults
-# apply to any it lacks.
-POLICY_SETTINGS = (
-    "mask_after_turns",
-    "mask_preview_chars",
-    "older_turns_tokens",
-    "summary_max_tokens",
-)
-
 
 def compression_policy(memory: MemorySettings) -> CompressionPolicy:
     """The compression policy the settings ask for (SPEC M2 defaults otherwise)."""
-    extra = {
-        name: value
-        for name in POLICY_SETTINGS
-        if (value := getattr(memory, name, None)) is not None
-    }
     return CompressionPolicy(
         max_user_turns=memory.compress_after_turns,
         keep_turns=memory.keep_turns,
         token_budget=memory.token_budget,
-        **extra,
+        mask_after_turns=memory.mask_after_turns,
+        mask_preview_chars=memory.mask_preview_chars,
+        older_turns_tokens=memory.older_turns_tokens,
+        summary_max_tokens=memory.summary_max_tokens,
     )
 
 

@@ -76,3 +76,14 @@ def test_cli_reports_a_bad_config_without_a_traceback(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "loop.max_requests" in result.stderr and "Traceback" not in result.stderr
     assert result.stdout == ""
+
+
+def test_compression_knobs_in_config_reach_the_compressor(tmp_path: Path) -> None:
+    from assistant.remembering import compression_policy
+
+    (tmp_path / "config.toml").write_text(
+        "[memory]\nmask_after_turns = 2\nsummary_max_tokens = 120\nolder_turns_tokens = 0\n"
+    )
+    policy = compression_policy(load_settings({"ASSISTANT_HOME": str(tmp_path)}).memory)
+    assert (policy.mask_after_turns, policy.summary_max_tokens) == (2, 120)
+    assert policy.older_turns_tokens == 0 and policy.keep_turns == 4
