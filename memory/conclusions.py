@@ -435,6 +435,15 @@ _PREDICATES = frozenset(
     是 为 在 到 用 成 叫 喝 吃 去 选
     """.split()  # noqa: SIM905
 )
+# predicates that hold several values at once: "I like hiking" does not end "I like
+# swimming", "I use Vim" does not end "I use tmux". A change after one of them needs a
+# scope in the frame ("we use Postgres *for the invoicing service*").
+_OPEN_PREDICATES = frozenset(
+    """
+    use uses using used like likes love loves enjoy enjoys drink drinks eat eats work works
+    worked 用 喝 吃 去
+    """.split()  # noqa: SIM905
+)
 _PREPOSITIONS = frozenset(["in", "at", "on", "to", "for", "with", "from", "as", "of", "into", "by"])
 _ARTICLES = frozenset(["a", "an", "the"])
 # Chinese marks of a change before the new value: 改用, 换成, 已改
@@ -502,11 +511,15 @@ def _same_value(old: str, new: str, subject: str | None) -> bool:
 
 
 def _value_kind(span: Sequence[str]) -> str:
+    """name (a capitalised or Latin token), number, cjk or word: values of one slot are
+    of one kind ("Postgres"/"SQLite", "4417"/"5520", "北京"/"上海", "tea"/"coffee")."""
+    if any(token[:1].isupper() for token in span):
+        return "name"
     if any(any(ch.isdigit() for ch in token) for token in span):
         return "number"
     if all(_is_cjk(token) for token in span):
         return "cjk"
-    if any(token[:1].isupper() or not token.isascii() for token in span):
+    if any(not token.isascii() for token in span):
         return "name"
     return "word"
 
@@ -532,13 +545,18 @@ def _value_change(old: str, new: str) -> bool:
         return False
     # the predicate: the frame's last word before the span, or the span's first words
     before = [t for t in la[:p] if t not in _ARTICLES]
-    after_verb = bool(before) and (
-        before[-1] in _PREDICATES
-        or (before[-1] in _PREPOSITIONS and len(before) > 1 and before[-2] in _PREDICATES)
-    )
+    licence: list[str] = []
+    if before and before[-1] in _PREDICATES:
+        licence.append(before[-1])
+    elif len(before) > 1 and before[-1] in _PREPOSITIONS and before[-2] in _PREDICATES:
+        licence.append(before[-2])
+    full_a, full_b = span_a, span_b
     span_a, span_b = _strip_predicate(span_a), _strip_predicate(span_b)
-    led_by_verb = len(span_a) < len(a[p : len(a) - s]) and len(span_b) < len(b[p : len(b) - s])
-    if not (after_verb or led_by_verb):
+    if len(span_a) < len(full_a) and len(span_b) < len(full_b):
+        licence.extend(t.lower() for t in (*full_a, *full_b) if t.lower() in _PREDICATES)
+    if not licence:
+        return False
+    if all(verb in _OPEN_PREDICATES for verb in licence) and not _scope(frame, licence):
         return False
     if not span_a or not span_b or len(span_a) > 3 or len(span_b) > 3:
         return False
@@ -547,6 +565,12 @@ def _value_change(old: str, new: str) -> bool:
     if {t.lower() for t in span_a} & {t.lower() for t in span_b}:
         return False
     return _value_kind(span_a) == _value_kind(span_b)
+
+
+def _scope(frame: Sequence[str], verbs: Sequence[str]) -> bool:
+    """Does a frame say what its value is for, beyond who and which verb?"""
+    text = "".join(t if _is_cjk(t) else f" {t} " for t in frame)
+    return bool(_content(text) - {_stem(verb) for verb in verbs} - set(verbs))
 
 
 def _strip_predicate(span: Sequence[str]) -> list[str]:
@@ -574,12 +598,16 @@ def _keys(subject: str | None, text: str) -> set[str]:
 
 def _ordered(found: list[Conclusion], asked: str | None) -> list[Conclusion]:
     """Recall hits in the order to show them. A question about one subject ("where do I
-    live?") gets the rows about that subject first. Among rows about one subject (legacy
-    rows, or history when superseded rows are asked for), a newer row goes before an
-    older one that scores within `RECENCY_TIE` of it: the current value wins a near tie."""
+    live?") gets the rows about that subject first, the active one before its history.
+    Among other rows about one subject (legacy rows, or history when superseded rows are
+    asked for), a newer row goes before an older one that scores within `RECENCY_TIE` of
+    it: the current value wins a near tie."""
     keys = [_keys(c.subject, c.text) for c in found]
-    if asked:
-        first = [i for i, k in enumerate(keys) if asked in k]
+    if asked:  # the rows about the asked subject, current value first, newest first
+        first = sorted(
+            (i for i, k in enumerate(keys) if asked in k),
+            key=lambda i: (found[i].status != "active", -found[i].valid_from),
+        )
         rest = [i for i in range(len(found)) if i not in first]
         found, keys = [found[i] for i in first + rest], [keys[i] for i in first + rest]
     order = list(range(len(found)))

@@ -65,6 +65,10 @@ def _active(store: ConclusionStore) -> list[str]:
         ("Pia Lang is allergic to sesame.", "Jonas Ried is allergic to sesame.", "fact"),
         ("王芳的手机尾号是4821。", "李强的手机尾号是4821。", "fact"),
         ("我的表妹小雪住在成都。", "我的表妹小云住在成都。", "fact"),
+        # one can like, use or drink several things: a second one is not a change
+        ("I like hiking", "I like swimming", "preference"),
+        ("I use Neovim", "I use tmux", "fact"),
+        ("我喜欢喝绿茶", "我喜欢喝咖啡", "preference"),
     ],
 )
 def test_facts_from_one_template_never_merge(
@@ -114,6 +118,8 @@ def test_moving_without_a_subject_supersedes_and_keeps_history(store: Conclusion
     assert old.status == "superseded" and old.valid_to is not None
     # the question shares no word with the answer; the sister's home must not win
     assert store.recall("Where do I live?", 3)[0].text == "I moved from Graz to Salzburg."
+    with_history = store.recall("Where do I live?", 2, statuses=("active", "superseded"))
+    assert [c.text for c in with_history] == ["I moved from Graz to Salzburg.", "I live in Graz."]
     assert (
         store.recall("Where does my sister Vera live?", 3)[0].text
         == "My sister Vera lives in Linz."
