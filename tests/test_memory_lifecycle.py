@@ -251,6 +251,8 @@ def test_classify_keeps_a_derived_subject() -> None:
         ("When is Lena's birthday?", "lena birthday"),
         ("我的车牌号是多少？", "车牌号"),
         ("我住在哪儿？", "home"),
+        ("my dentist", "dentist"),
+        ("我的车牌号", "车牌号"),
         ("What's the weather like?", None),
     ],
 )
