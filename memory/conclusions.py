@@ -404,7 +404,7 @@ class ConclusionStore:
 # -- comparing two statements ------------------------------------------------------------
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_TOKENS = re.compile(rf"[{_CJK}]|[^\W_]+(?:['\u2019.:][^\W_]+)*")
+_TOKENS = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+(?:['\u2019.:][^\W_{_CJK}]+)*")
 # words that change how a statement is put, not what it says ("now my favourite drink is
 # …", "we settled on …"); removed before content words are compared
 _NEUTRAL_PHRASES = re.compile(
@@ -444,6 +444,12 @@ _OPEN_PREDICATES = frozenset(
     worked 用 喝 吃 去
     """.split()  # noqa: SIM905
 )
+# Chinese words that end in a predicate character without being one: 作为 is "as"
+_NOT_PREDICATES = frozenset(
+    """
+    作为 因为 认为 以为 现在 正在 所在 存在 实在 费用 作用 应用 收到 得到 直到 完成 组成
+    """.split()  # noqa: SIM905
+)
 _PREPOSITIONS = frozenset(["in", "at", "on", "to", "for", "with", "from", "as", "of", "into", "by"])
 _ARTICLES = frozenset(["a", "an", "the"])
 # Chinese marks of a change before the new value: 改用, 换成, 已改
@@ -457,15 +463,34 @@ def _tokens(text: str) -> list[str]:
 
 
 def _content(text: str) -> set[str]:
-    """What a statement says, as a set: stemmed words and CJK characters, without stop
-    words and without the words that only say how it is put (`_NEUTRAL_*`)."""
+    """What a statement says, as a set: stemmed words and Chinese character bigrams (a
+    lone character stands for itself), without stop words and without the words that only
+    say how it is put (`_NEUTRAL_*`). Bigrams keep names apart that share characters:
+    何浩 is not 何静浩."""
     body = _NEUTRAL_PHRASES.sub(" ", unicodedata.normalize("NFKC", text).lower())
-    found = set()
-    for token in _tokens(body):
-        token = token.rstrip(".:")
+    found: set[str] = set()
+    run: list[str] = []
+
+    def flush() -> None:
+        if len(run) == 1:
+            found.add(run[0])
+        found.update(run[i] + run[i + 1] for i in range(len(run) - 1))
+        run.clear()
+
+    end = 0
+    for match in _TOKENS.finditer(body):
+        if match.start() != end:  # a space, punctuation or a removed phrase between
+            flush()
+        end = match.end()
+        token = match.group().rstrip(".:")
         if not token or token in _STOP or token in _NEUTRAL_WORDS:
-            continue
-        found.add(token if _is_cjk(token) else _stem(token))
+            flush()
+        elif _is_cjk(token):
+            run.append(token)
+        else:
+            flush()
+            found.add(_stem(token))
+    flush()
     return found - {_stem(word) for word in _NEUTRAL_WORDS}
 
 
@@ -546,7 +571,9 @@ def _value_change(old: str, new: str) -> bool:
     # the predicate: the frame's last word before the span, or the span's first words
     before = [t for t in la[:p] if t not in _ARTICLES]
     licence: list[str] = []
-    if before and before[-1] in _PREDICATES:
+    if len(before) > 1 and before[-2] + before[-1] in _NOT_PREDICATES:
+        pass
+    elif before and before[-1] in _PREDICATES:
         licence.append(before[-1])
     elif len(before) > 1 and before[-1] in _PREPOSITIONS and before[-2] in _PREDICATES:
         licence.append(before[-2])

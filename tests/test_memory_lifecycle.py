@@ -65,6 +65,14 @@ def _active(store: ConclusionStore) -> list[str]:
         ("Pia Lang is allergic to sesame.", "Jonas Ried is allergic to sesame.", "fact"),
         ("王芳的手机尾号是4821。", "李强的手机尾号是4821。", "fact"),
         ("我的表妹小雪住在成都。", "我的表妹小云住在成都。", "fact"),
+        # names that share characters are different people
+        ("孙浩对花生过敏，点菜时要避开。", "孙静浩对花生过敏，点菜时要避开。", "fact"),
+        # 作为 ("as") is no copula: the topic differs, not the value
+        (
+            "我们决定北极星项目使用Redis作为缓存。",
+            "我们决定北极星项目使用Redis作为消息队列。",
+            "decision",
+        ),
         # one can like, use or drink several things: a second one is not a change
         ("I like hiking", "I like swimming", "preference"),
         ("I use Neovim", "I use tmux", "fact"),
