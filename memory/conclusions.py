@@ -3,8 +3,14 @@
 SQLite is the truth: one row per conclusion with its kind, optional subject, tags,
 source and validity. The hybrid index (full text + vectors) serves recall. A new
 conclusion that restates an active one refreshes it instead of adding a duplicate; one
-that gives a new value for the same subject (or the same statement frame) supersedes it,
-and the old row stays as history with its `valid_to`. `forget` retires a row.
+that gives a new value for the same subject supersedes it, and the old row stays as
+history with its `valid_to`. `forget` retires a row.
+
+What links two statements is evidence, not similarity alone (unrelated facts cut from one
+template score as high as paraphrases): a subject given by the caller or stated by the
+text (`memory.extraction.slot_of`: "my X is …", "I live in …", "我住在…"), or the same
+frame with only the value after its verb changed, or (for a restatement) the same content
+words. A restatement keeps whichever wording says more, so no value is ever dropped.
 """
 
 from __future__ import annotations
@@ -316,8 +322,14 @@ class ConclusionStore:
             if found is not None and _normalised(found.text) == _normalised(text):
                 return found, "restate"
         candidates = []
-        for doc_id, similarity in self.index.similar(text, CANDIDATES, where="o.status = 'active'"):
-            old = self.get(doc_id)
+        similar = self.index.similar(text, CANDIDATES, where="o.status = 'active'")
+        rows = self.database.query(
+            f"SELECT * FROM conclusions WHERE id IN ({','.join('?' * len(similar))})",
+            [doc_id for doc_id, _ in similar],
+        )
+        by_id = {row["id"]: Conclusion.from_row(row) for row in rows}
+        for doc_id, similarity in similar:
+            old = by_id.get(doc_id)
             if old is None:
                 continue
             old_keys = _keys(old.subject, old.text)
@@ -491,13 +503,19 @@ def _content(text: str) -> set[str]:
             flush()
             found.add(_stem(token))
     flush()
-    return found - {_stem(word) for word in _NEUTRAL_WORDS}
+    return found - _neutral_stems()
+
+
+@lru_cache(maxsize=1)
+def _neutral_stems() -> frozenset[str]:
+    return frozenset(_stem(word) for word in _NEUTRAL_WORDS)
 
 
 def _is_cjk(token: str) -> bool:
     return bool(re.fullmatch(rf"[{_CJK}]+", token))
 
 
+@lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
     return _stemmer().stemWord(word.replace("\u2019", "'").split("'")[0])
 

@@ -2,8 +2,11 @@
 
 Without a model, only what people say in recognisable shapes becomes memory: an explicit
 "remember that …" / "记住…", a preference ("I prefer …" / "我更喜欢…"), a decision
-("we decided …" / "我们决定…"), and "my X is Y" / "我的X是Y", whose X becomes the
-subject so that a later "my X is Z" supersedes it.
+("we decided …" / "我们决定…"), and statements with a subject (`slot_of`): "my X is Y" /
+"我的X是Y", "my favourite X is Y" / "我最喜欢的X是Y", "I live in / moved to Y" / "我住在…
+/ 我搬到…", "I work at Y" / "我在Y工作", "Anna's birthday is …" / "A的B是C". The subject
+is the key a later value replaces ("my dentist is Dr. Li" supersedes "… Dr. Wu");
+`asked_subject` finds it in a question ("where do I live?") so recall can answer it.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ _REMEMBER = re.compile(
 )
 _PREFERENCE = re.compile(
     r"\bI\s+(?:really\s+)?(?:prefer|like|love|enjoy|hate|dislike|don't like|do not like)\b"
+    r"|\bmy\s+(?:new\s+)?favou?rite\b"
     r"|我(?:更|比较|很|最)?(?:喜欢|偏好|爱|讨厌|不喜欢|倾向)",
     re.IGNORECASE,
 )

@@ -248,6 +248,8 @@ def test_no_subject_where_none_is_stated(text: str) -> None:
 def test_classify_keeps_a_derived_subject() -> None:
     assert classify("I moved to Lisbon.").subject == "home"
     assert classify("我最喜欢的水果是芒果。").kind == "preference"
+    favourite = classify("My favorite tea is sencha.")
+    assert (favourite.kind, favourite.subject) == ("preference", "favourite tea")
 
 
 @pytest.mark.parametrize(
