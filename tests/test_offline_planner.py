@@ -165,3 +165,16 @@ def test_debug_switch_prints_each_request_with_its_pairing(tmp_path: Path) -> No
     assert "--- request 1:" in result.stderr and "--- request 2:" in result.stderr
     assert "-> call_offline_1 calc_evaluate" in result.stderr
     assert "tool (answers call_offline_1)" in result.stderr
+
+
+def test_where_do_i_live_is_answered_with_the_current_value(offline: Assistant) -> None:
+    offline.ask("remember that I live in Munich", session="a")
+    offline.ask("remember that I moved to Hamburg last spring", session="a")
+    outcome = offline.ask("where do I live?", session="b")
+    assert [call.name for call in outcome.tool_calls] == ["memory_recall"]
+    lines = outcome.answer.splitlines()
+    assert lines[0] == "Here is what I have:" and "Hamburg" in lines[1]
+    assert "Munich" not in outcome.answer.split("\n", 2)[1]
+    offline.ask("记住我住在成都", session="c")
+    chinese = offline.ask("我现在住哪里？", session="d").answer.splitlines()
+    assert chinese[0] == "我记得：" and "成都" in chinese[1]

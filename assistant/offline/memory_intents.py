@@ -26,6 +26,13 @@ _RECALL = [
         r"^(?P<q>我的.+?)是(?:谁|什么|哪)",
     )
 ]
+# questions the store answers by the subject they ask about (home, workplace): sent whole
+_RECALL_WHOLE = re.compile(
+    r"^(?:where|in which city|which city) (?:do|does|did) (?:i|we|\w+) "
+    r"(?:live|work|stay)(?: now| these days)?\s*[?？]?$"
+    r"|^(?:我|我们|\w{1,4})(?:现在)?(?:住在?|在)(?:哪|哪里|哪儿|什么地方)(?:工作|上班)?(?:呢)?\s*[?？]?$",
+    re.IGNORECASE,
+)
 _FORGET = re.compile(
     r"^(?:please\s+)?forget(?:\s+that|\s+about)?\s+(?P<q>.+?)\s*[.!。]?$"
     r"|^(?:请|帮我)?(?:忘掉|忘记|删除记忆|别再记得)[：:，,]?\s*(?P<zh>.+?)\s*[。!！]?$",
@@ -92,6 +99,8 @@ class RecallIntent:
     examples: tuple[str, ...] = ("what do you know about my dentist?", "关于发布你记得什么")
 
     def query(self, text: str) -> str | None:
+        if _RECALL_WHOLE.match(text.strip()):
+            return text.strip()
         for pattern in _RECALL:
             match = pattern.match(text.strip())
             if match:
@@ -113,14 +122,21 @@ class RecallIntent:
                 )
             )
         found = result.payload.get("conclusions") or []
+        whole = query == view.user_text.strip()  # a question, not a topic
         if not found:
             return PlannerStep(
-                answer=view.say(
+                answer=view.say("I have nothing stored about that.", "这个我没有记下任何内容。")
+                if whole
+                else view.say(
                     f"I have nothing stored about {query}.", f"关于{query}，我没有记下任何内容。"
                 )
             )
         lines = [f"- {row['text']} ({row['kind']}, {row['since']})" for row in found]
-        head = view.say(f"What I have about {query}:", f"关于{query}，我记得：")
+        head = (
+            view.say("Here is what I have:", "我记得：")
+            if whole
+            else view.say(f"What I have about {query}:", f"关于{query}，我记得：")
+        )
         return PlannerStep(answer="\n".join([head, *lines]))
 
 
