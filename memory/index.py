@@ -311,7 +311,9 @@ class HybridIndex:
         # full text is ranked on a worker thread while the query is embedded and the vectors
         # searched here (SQLite, numpy and Chroma release the GIL): the query embedding is
         # most of a search, and the full text no longer waits for it
-        pending = _workers().submit(full_text) if tables and stores else None
+        # (not when this thread holds the database lock: the worker would wait for it)
+        held = getattr(self.database.lock, "_is_owned", lambda: False)()
+        pending = _workers().submit(full_text) if tables and stores and not held else None
         vector = self._shared_query_vector([vectors for _, _, vectors in stores], query)
         nearest = [
             Ranked(name, weight, self._nearest(vectors, query, n, where, params, vector=vector))

