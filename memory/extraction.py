@@ -374,6 +374,11 @@ def explicit_request(text: str) -> Candidate | None:
     return classify(body) if body else None
 
 
+# "3的平方是多少", "我的电话是多少": a question without a question mark is still a question
+_QUESTION_END = re.compile(
+    r"(?:[?？吗呢]|多少|几(?:个|点|号|岁|次|天)?|什么|谁|哪(?:里|儿|个|些|天)?|怎么样?|为什么|如何"
+    r"|是不是|对吗)\s*$"
+)
 _NOT_A_STATEMENT = re.compile(
     r"^\s*(?:please\s+)?(?:forget|what|who|where|when|why|how|do you|did we|can you|could you)\b"
     r"|^\s*(?:请|帮我)?(?:忘掉|忘记|删除记忆|别再记得)|^\s*(?:关于|你还?记得)",
@@ -392,7 +397,7 @@ def from_user_message(text: str) -> list[Candidate]:
     if explicit is not None:
         return [explicit]
     candidate = classify(text)
-    if len(candidate.text) > 300 or candidate.text.endswith(("?", "？", "吗", "呢")):
+    if len(candidate.text) > 300 or _QUESTION_END.search(candidate.text):
         return []
     if candidate.kind in {"preference", "decision"} or candidate.subject:
         return [candidate]

@@ -13,7 +13,7 @@ import pytest
 from assistant.app import Assistant
 from assistant.config import load_settings
 from memory.conclusions import ConclusionStore
-from memory.extraction import asked_subject, classify, slot_of
+from memory.extraction import asked_subject, classify, from_user_message, slot_of
 
 
 @pytest.fixture(scope="module")
@@ -268,3 +268,10 @@ def test_classify_keeps_a_derived_subject() -> None:
 )
 def test_the_subject_a_question_asks_about(question: str, subject: str | None) -> None:
     assert asked_subject(question) == subject
+
+
+@pytest.mark.parametrize(
+    "question", ["3的平方是多少", "我的电话是多少", "你的名字是什么", "他是谁"]
+)
+def test_a_question_without_a_question_mark_is_not_a_statement(question: str) -> None:
+    assert from_user_message(question) == []
