@@ -71,6 +71,31 @@ def describe_sqlite_error(path: Path, exc: BaseException) -> str:
 Statement = tuple[str, Sequence[object]]
 
 
+class OwnedLock:
+    """A re-entrant lock that can say whether the calling thread holds it, so work that
+    needs the database is not handed to a thread that would wait for this one."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._owner: int | None = None
+        self._depth = 0
+
+    def __enter__(self) -> OwnedLock:
+        self._lock.acquire()
+        self._owner = threading.get_ident()
+        self._depth += 1
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self._owner = None
+        self._lock.release()
+
+    def held_by_me(self) -> bool:
+        return self._owner == threading.get_ident()
+
+
 class Database:
     """One SQLite file shared by the stores and threads of one process.
 
@@ -80,7 +105,7 @@ class Database:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.lock = threading.RLock()
+        self.lock = OwnedLock()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(path, check_same_thread=False, timeout=10.0)

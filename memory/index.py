@@ -173,6 +173,8 @@ class HybridIndex:
         self.vectors = vectors
         self.context_vectors = context_vectors
         self.weights = weights or Weights()
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
         migrations = Migrations(f"index:{name}")
         fts_table, context_table = self.fts_table, self.context_table
 
@@ -271,6 +273,14 @@ class HybridIndex:
 
     # -- recall -----------------------------------------------------------------------------
 
+    def _workers(self) -> ThreadPoolExecutor:
+        """One thread that ranks full text while the caller embeds the query (lazy: an
+        index that is never searched starts none)."""
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fulltext")
+            return self._pool
+
     def search(
         self,
         query: str,
@@ -312,8 +322,8 @@ class HybridIndex:
         # searched here (SQLite, numpy and Chroma release the GIL): the query embedding is
         # most of a search, and the full text no longer waits for it
         # (not when this thread holds the database lock: the worker would wait for it)
-        held = getattr(self.database.lock, "_is_owned", lambda: False)()
-        pending = _workers().submit(full_text) if tables and stores and not held else None
+        held = self.database.lock.held_by_me()
+        pending = self._workers().submit(full_text) if tables and stores and not held else None
         vector = self._shared_query_vector([vectors for _, _, vectors in stores], query)
         nearest = [
             Ranked(name, weight, self._nearest(vectors, query, n, where, params, vector=vector))
@@ -545,19 +555,6 @@ class LazyVectors:
 
     def reset(self) -> None:
         self._get().reset()
-
-
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _workers() -> ThreadPoolExecutor:
-    """Threads shared by every index, started on the first search that uses them."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hybrid-index")
-        return _pool
 
 
 def _match_terms(terms: Sequence[str]) -> str:
