@@ -196,7 +196,11 @@ class Assistant:
             cancel=cancel,
             unattended=unattended,
         )
-        outcome = run_turn(turn)
+        try:
+            outcome = run_turn(turn)
+        except BaseException:
+            recorder.save_what_ran()
+            raise
         if self.memory is not None and outcome.ok:
             self.memory.compressor.maybe_compress(session)
         return outcome

@@ -8,6 +8,7 @@ A request stores only the messages added since the previous request of the same 
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 from collections.abc import Sequence
@@ -20,10 +21,12 @@ from assistant.loop import Turn, TurnRecorder
 from assistant.model import Message, ModelReply
 from assistant.outcome import TurnOutcome
 from memory.db import Database, Migrations, Statement
+from memory.errors import StorageError
 from memory.redact import Redactor
 from memory.working import WorkingMemory
 from tools.runner import CallOutcome
 
+log = logging.getLogger(__name__)
 migrations = Migrations("traces")
 
 
@@ -137,6 +140,15 @@ class Recorder(TurnRecorder):
         self.db.write_many(self._pending)
         self._pending.clear()
         self._committed_at = time.monotonic()
+
+    def save_what_ran(self) -> None:
+        """The turn failed unexpectedly: commit what it produced before it failed."""
+        if not self._pending:
+            return
+        try:
+            self._commit()
+        except StorageError:
+            log.exception("could not keep the failed turn's last steps")
 
     def turn_started(self, turn: Turn) -> None:
         self.turn = turn

@@ -140,3 +140,22 @@ def test_only_bounded_read_only_tools_may_run_inline() -> None:
         tool(write, read_only=False, inline=True)
     with pytest.raises(ValueError, match="inline"):
         tool(write, inline=True, timeout_s=5)
+
+
+def test_a_turn_that_fails_unexpectedly_keeps_the_steps_it_ran(
+    make_assistant: Any, tmp_path: Path
+) -> None:
+    @tool
+    def lookup(word: str) -> dict[str, str]:
+        """Look a word up. Call it for definitions."""
+        return {"word": word}
+
+    def broken(messages: Any, tools: Any) -> Any:
+        raise RuntimeError("a bug in a model client")
+
+    home = tmp_path / "home"
+    model = ScriptedModel([calls(("lookup", {"word": "a"})), broken])
+    assistant = make_assistant(tools=[lookup], model=model, home=home)
+    with pytest.raises(RuntimeError, match="a bug"):
+        assistant.ask("define a", session="s")
+    assert [role for role, _ in _on_disk(home, "s")] == ["user", "assistant", "tool"]
