@@ -189,19 +189,17 @@ class MemoryService:
         body = (f"Previous summary:\n{previous}\n\n" if previous else "") + (
             f"New messages:\n{_transcript(messages)}"
         )
-        reply = self.model.complete(
-            [{"role": "system", "content": SUMMARY_PROMPT}, {"role": "user", "content": body}],
-            None,
-            temperature=0.0,
-            timeout_s=self.settings.model.timeout_s,
-        )
-        return (reply.content or "").strip()
+        return self._ask_summariser(body)
 
     def shorten_summary(self, summary: str, max_tokens: int) -> str:
         """Asked when a running summary grew past its cap: the model rewrites it shorter
         (the compressor cuts it if this fails or is still too long)."""
         words = max(max_tokens // 2, 20)
-        body = f"Previous summary:\n{summary}\n\n{SHORTEN_REQUEST.format(words=words)}"
+        return self._ask_summariser(
+            f"Previous summary:\n{summary}\n\n{SHORTEN_REQUEST.format(words=words)}"
+        )
+
+    def _ask_summariser(self, body: str) -> str:
         reply = self.model.complete(
             [{"role": "system", "content": SUMMARY_PROMPT}, {"role": "user", "content": body}],
             None,
