@@ -45,6 +45,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from assistant.client import published  # noqa: E402
+
 START_TIMEOUT_S = 180.0
 ASK_TIMEOUT_S = 180.0
 
@@ -124,12 +126,9 @@ class CrashRun:
             if self.proc.poll() is not None:
                 text = (self.root / f"daemon-{self.starts}.stderr").read_text(errors="replace")
                 raise RuntimeError(f"the daemon exited with {self.proc.returncode}:\n{text}")
-            try:
-                info = json.loads((self.home / "api.json").read_text(encoding="utf-8"))
-                if info.get("pid") == self.proc.pid:
-                    return
-            except (OSError, ValueError):
-                pass
+            client = published(self.home)
+            if client is not None and client.pid == self.proc.pid:
+                return
             if time.monotonic() > deadline:
                 raise RuntimeError("the daemon did not publish api.json in time")
             time.sleep(0.1)

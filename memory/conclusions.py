@@ -589,12 +589,14 @@ def _value_change(old: str, new: str) -> bool:
     # the predicate: the frame's last word before the span, or the span's first words
     before = [t for t in la[:p] if t not in _ARTICLES]
     licence: list[str] = []
-    if len(before) > 1 and before[-2] + before[-1] in _NOT_PREDICATES:
-        pass
-    elif before and before[-1] in _PREDICATES:
-        licence.append(before[-1])
+    compound = len(before) > 1 and before[-2] + before[-1] in _NOT_PREDICATES  # 作为…
+    predicate = None
+    if before and before[-1] in _PREDICATES:
+        predicate = before[-1]
     elif len(before) > 1 and before[-1] in _PREPOSITIONS and before[-2] in _PREDICATES:
-        licence.append(before[-2])
+        predicate = before[-2]
+    if predicate is not None and not compound:
+        licence.append(predicate)
     full_a, full_b = span_a, span_b
     span_a, span_b = _strip_predicate(span_a), _strip_predicate(span_b)
     if len(span_a) < len(full_a) and len(span_b) < len(full_b):
