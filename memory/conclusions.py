@@ -31,7 +31,7 @@ from memory.db import Database, Migrations
 from memory.extraction import asked_subject, slot_of
 from memory.index import HybridIndex, Vectors, Weights
 from memory.redact import Redactor
-from memory.text import STOP_WORDS
+from memory.text import STOP_WORDS, stem
 
 Kind = Literal["fact", "preference", "decision", "note"]
 KINDS: tuple[str, ...] = ("fact", "preference", "decision", "note")
@@ -515,16 +515,9 @@ def _is_cjk(token: str) -> bool:
     return bool(re.fullmatch(rf"[{_CJK}]+", token))
 
 
-@lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    return _stemmer().stemWord(word.replace("\u2019", "'").split("'")[0])
-
-
-@lru_cache(maxsize=1)
-def _stemmer() -> Any:
-    import snowballstemmer
-
-    return snowballstemmer.stemmer("english")
+    """The index's stem of a word without its clitic ("anna's" -> "anna")."""
+    return stem(word.replace("\u2019", "'").split("'")[0])
 
 
 def _negated(text: str) -> bool:

@@ -48,7 +48,8 @@ def _stemmer() -> snowballstemmer.stemmer:
 
 
 @lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
+    """The English stem the index stores for a word (cached: words repeat a lot)."""
     return _stemmer().stemWord(word)
 
 
@@ -72,7 +73,7 @@ def index_terms(text: str) -> list[str]:
             terms.extend(run)
             terms.extend(run[i : i + 2] for i in range(len(run) - 1))
         else:
-            terms.extend(_stem(word) for word in _words(run))
+            terms.extend(stem(word) for word in _words(run))
     return terms
 
 
@@ -93,7 +94,7 @@ def query_terms(text: str) -> list[str]:
         else:
             terms.extend(_words(run))
     kept = [term for term in terms if term not in STOP_WORDS] or terms
-    stemmed = [term if _CJK.match(term) else _stem(term) for term in kept]
+    stemmed = [term if _CJK.match(term) else stem(term) for term in kept]
     return list(dict.fromkeys(stemmed))
 
 
