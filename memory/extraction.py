@@ -295,16 +295,14 @@ _EN_ASKED: list[tuple[re.Pattern[str], str]] = [
         ),
         "{who} {subject}",
     ),
-]
-# a bare "my X" (what the offline planner's recall intent passes on) asks for X too
-_EN_ASKED.append(
+    # a bare "my X" (what the offline planner's recall intent passes on) asks for X too
     (
         re.compile(
             rf"^(?:my|our)\s+(?:new\s+|current\s+)?(?P<subject>{_EN_NOUN})\s*[?？.]*$", re.I
         ),
         "{subject}",
-    )
-)
+    ),
+]
 _ZH_ASKED: list[tuple[re.Pattern[str], str]] = [
     (re.compile(rf"^我{_ZH_NOW}住在?哪"), "home"),
     (re.compile(rf"^(?:我的|我们的)(?P<who>[^{_ZH_PUNCT}]{{1,8}}?){_ZH_NOW}住在?哪"), "{who} home"),
