@@ -27,8 +27,9 @@ from typing import Any, Literal
 
 import sqlite_utils
 
+from memory.categories import CategoryTyper, fits, head_of, scope_key
 from memory.db import Database, Migrations
-from memory.extraction import asked_subject, slot_of
+from memory.extraction import Slot, asked_subject, slot_of, usage_of
 from memory.index import HybridIndex, Vectors, Weights
 from memory.redact import Redactor
 from memory.text import STOP_WORDS, stem
@@ -46,6 +47,9 @@ STATUSES: tuple[str, ...] = ("active", "superseded", "retired")
 SAME_STATEMENT = 0.955
 SAME_FRAME = 0.85
 CANDIDATES = 5
+# a new "my work laptop is …" is typed against at most this many nearest rows that only
+# say what the speaker uses ("I use a ThinkPad X1 for work"): one embedding each
+TYPED_CANDIDATES = 3
 # recall: among rows about one subject, a newer row goes first when it scores within this
 # much of an older one (fused scores run 0..fts+vector weights)
 RECENCY_TIE = 0.15
@@ -124,6 +128,7 @@ class ConclusionStore:
         self.redactor = redactor or Redactor()
         database.migrate(migrations)
         self.index = HybridIndex(database, "conclusions", "conclusions", vectors, weights)
+        self._typer: CategoryTyper | None = None
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -344,6 +349,49 @@ class ConclusionStore:
                 return old, "restate"
             if similarity >= SAME_FRAME and _value_change(old.text, text):
                 return old, "supersede"
+        slot = slot_of(text)
+        if slot is not None and subject is None:
+            return self._typed_match(text, kind, slot)
+        return None, None
+
+    def _typed_match(
+        self, text: str, kind: str, slot: Slot
+    ) -> tuple[Conclusion | None, Literal["restate", "supersede"] | None]:
+        """A row that said what the speaker uses before the slot had a name: "I use a
+        ThinkPad X1 for work", now "I switched my work laptop to a MacBook Air". The new
+        subject must end in a category noun (`memory.categories.head_of`), and the old
+        row must have no subject, the same kind, a use/own verb that takes such a thing
+        (one drives a car, not a phone), the same scope ("for work" = "work laptop";
+        none = none), no negation, and a value the embedding model types as that
+        category by a clear margin. Anything less stays a new row:
+        "I switched my work phone to a Pixel" must not retire the laptop."""
+        head = head_of(slot.subject)
+        vectors = self.index.vectors
+        if head is None or vectors is None:
+            return None, None
+        similar = self.index.similar(
+            text,
+            CANDIDATES,
+            where="o.status = 'active' AND o.subject IS NULL AND o.kind = ?",
+            params=[kind],
+        )
+        typed = 0
+        for doc_id, _ in similar:
+            old = self.get(doc_id)
+            usage = usage_of(old.text) if old is not None else None
+            if old is None or usage is None or slot_of(old.text) is not None:
+                continue
+            if scope_key(usage.scope) != head.scope or not fits(usage.verb, head.group):
+                continue
+            if _negated(old.text):
+                continue
+            if typed == TYPED_CANDIDATES:
+                break
+            typed += 1
+            if self._typer is None:
+                self._typer = CategoryTyper(vectors.embed_query, vectors.backend_name)
+            if self._typer.is_a(usage.value, head.group):
+                return old, "restate" if _agree(usage.value, slot.value) else "supersede"
         return None, None
 
     @staticmethod

@@ -88,6 +88,17 @@ _EN_HOME_3 = (
     r"|(?:has\s+|just\s+)*(?:moved|relocated|is\s+moving)(?:\s+from\s+.+?)?\s+to"
 )
 _EN_SHAPES: list[tuple[re.Pattern[str], str]] = [
+    # "I switched my work laptop to a MacBook Air", "I replaced my phone with a Pixel 8"
+    (
+        re.compile(
+            r"^I(?:'ve|\s+have)?\s+(?:just\s+|finally\s+|now\s+)?(?:switched|changed|swapped"
+            r"|replaced|upgraded|traded)\s+(?:my|our)\s+(?:old\s+)?"
+            rf"(?P<subject>{_EN_NOUN}?)\s+(?:to|for|with)\s+(?:a\s+|an\s+|the\s+)?"
+            r"(?:new\s+)?(?P<value>.+)$",
+            re.IGNORECASE,
+        ),
+        "{subject}",
+    ),
     # "I live in Berlin", "I moved from Munich to Hamburg" -> home
     (re.compile(rf"^I(?:\s+|(?='))(?:{_EN_HOME})\s+(?P<value>.+)$", re.IGNORECASE), "home"),
     # "I work at Siemens" -> workplace; "I work as a nurse" -> job
@@ -153,6 +164,14 @@ _ZH_PUNCT = r"，。,、；;：:！!？?\s"
 _ZH_IS = r"(?:是|叫|为|换成了|换成|改成了|改成|改为|变成了|变成|改到了|改到|定在|定为|最终定为|在)"
 _ZH_NOW = r"(?:现在|目前|如今|已经|最近|刚)?"
 _ZH_SHAPES: list[tuple[re.Pattern[str], str]] = [
+    # 我把工作电脑换成了 MacBook
+    (
+        re.compile(
+            rf"^我{_ZH_NOW}把(?:我的)?(?P<subject>[^{_ZH_PUNCT}]{{1,12}}?)"
+            r"(?:换成了|换成|改成了|改成)(?P<value>.+)$"
+        ),
+        "{subject}",
+    ),
     (
         re.compile(
             rf"^我{_ZH_NOW}(?:住在|搬到了|搬到|搬去了|搬去|搬家到|搬回了|搬回)(?P<value>.+)$"
@@ -251,6 +270,48 @@ def _canonical(subject: str) -> str:
     subject = re.sub(r"\bfavorite\b", "favourite", subject.strip().lower())
     subject = re.sub(r"^(?:new|current)\s+", "", subject)
     return " ".join(subject.split())
+
+
+@dataclass(frozen=True)
+class Usage:
+    """A thing the speaker uses or owns, and what for: "I use a ThinkPad X1 for work" is
+    (use, ThinkPad X1, work). It names no subject, so only the kind of thing its value
+    is (`memory.categories`) can tie it to a later "my work laptop is …"."""
+
+    verb: str
+    value: str
+    scope: str | None
+
+
+_EN_USE = re.compile(
+    r"^I(?:'ve|\s+have)?\s+(?:now\s+|currently\s+|still\s+|mostly\s+|usually\s+|mainly\s+)?"
+    r"(?P<verb>use|have|own|drive|ride|carry|wear|got|bought|work\s+on|shoot\s+with|read\s+on"
+    r"|listen\s+(?:on|with|to\s+music\s+on)|play\s+on|type\s+on|run\s+in)\s+"
+    r"(?:a\s+|an\s+|the\s+|my\s+)?(?P<value>[^,;:]+?)"
+    r"(?:\s+(?:for|at|to|on|in|when|while|during)\s+(?P<scope>[^,;:]+))?$",
+    re.IGNORECASE,
+)
+_ZH_USE = re.compile(
+    r"^我(?:现在|目前|一直|还|平时)?(?P<scope>工作|上班|办公|通勤|在家|家里)?(?:时|的时候)?(?:都|也|还)?"
+    r"(?P<verb>用|开|骑|戴|穿|有)(?:的是|着|了)?(?P<value>[^，。,；;：:!?！？]+?)"
+    r"(?:来|去)?(?P<scope2>工作|上班|办公|通勤)?$"
+)
+
+
+def usage_of(text: str) -> Usage | None:
+    """What the speaker uses, owns, drives or rides, when a statement says just that
+    ("I drive a Toyota Corolla", "我上班骑捷安特"); None for any other shape."""
+    body = _TRAILING.sub("", " ".join(text.replace("\u2019", "'").split()))
+    body = _ZH_LEAD.sub("", _EN_LEAD.sub("", body))
+    match = _EN_USE.match(body) or _ZH_USE.match(body)
+    if not match:
+        return None
+    parts = match.groupdict()
+    value = (parts["value"] or "").strip()
+    if not value or value.lower() in _NOT_VALUE:
+        return None
+    scope = parts.get("scope") or parts.get("scope2")
+    return Usage(" ".join(parts["verb"].lower().split()), value, scope)
 
 
 # Questions that ask for one subject's value, the counterparts of the shapes above.
