@@ -13,7 +13,7 @@ import pytest
 from assistant.app import Assistant
 from assistant.config import load_settings
 from memory.conclusions import ConclusionStore
-from memory.extraction import asked_subject, classify, from_user_message, slot_of
+from memory.extraction import asked_subject, classify, from_user_message, slot_of, usage_of
 
 
 @pytest.fixture(scope="module")
@@ -164,6 +164,81 @@ def test_a_negation_is_not_a_restatement(store: ConclusionStore) -> None:
     assert "I don't like olives" in _active(store)
 
 
+# -- a named slot takes over what a use/own statement said ---------------------------------
+# "I drive a Toyota Corolla" names no subject; "my new car is a Mazda 3" does. Only the
+# embedding model knows a Corolla is a car (memory.categories), so the link also needs
+# the same scope, a verb that takes such a thing, and no subject on the old row.
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "query"),
+    [
+        ("I drive a Toyota Corolla.", "My new car is a Mazda 3.", "Which car do I drive?"),
+        ("I have a Pixel 8.", "I replaced my phone with an iPhone 15.", "What phone do I have?"),
+        (
+            "I use AirPods Pro at the office.",
+            "I switched my office headphones to a Sony WH-1000XM5.",
+            "Which headphones do I use at the office?",
+        ),
+        ("I shoot with a Nikon Z6.", "My camera is now a Canon EOS R6.", "Which camera do I use?"),
+        ("我上班骑凤凰自行车。", "我的上班自行车换成了捷安特。", "我上班骑什么自行车？"),
+        ("我开比亚迪汉。", "我的车换成了特斯拉Model Y。", "我开什么车？"),
+    ],
+)
+def test_a_named_thing_supersedes_what_i_said_i_use(
+    store: ConclusionStore, first: str, second: str, query: str
+) -> None:
+    assert store.remember(first).action == "created"
+    done = store.remember(second)
+    assert done.action == "superseded"
+    assert done.previous is not None and done.previous.text == first
+    assert done.conclusion.subject is not None  # the next value finds it by subject
+    assert _active(store) == [second]
+    # forgetting the new value must not bring the old one back
+    store.forget(done.conclusion.id)
+    assert all(c.text != first for c in store.recall(query, 5))
+
+
+def test_the_same_thing_named_later_is_a_restatement(store: ConclusionStore) -> None:
+    store.remember("I drive a Mazda 3 to work.")
+    done = store.remember("My work car is a Mazda 3.")
+    assert done.action == "restated"
+    assert _active(store) == ["My work car is a Mazda 3."]
+    # and the subject it now has carries the next change
+    assert store.remember("My work car is now a Kia Niro.").action == "superseded"
+    assert _active(store) == ["My work car is now a Kia Niro."]
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        # another kind of thing with the same scope
+        ("I use a ThinkPad for work.", "I switched my work phone to a Pixel."),
+        # the same kind of thing for another scope, either way round
+        ("I drive a Toyota Corolla for work.", "My personal car is a Kia Niro."),
+        ("I ride a Trek road bike at home.", "I switched my work bike to a Cube road bike."),
+        ("I have a Pixel 8.", "I switched my work phone to an iPhone 15."),
+        # unrelated facts
+        ("I have a Nikon Z6.", "My new car is a Ford Focus."),
+        ("I drive a Toyota Corolla.", "My phone is a Pixel 8."),
+        # the model types "Olympus OM-1" as an operating system, which is no owned thing
+        ("I have an Olympus OM-1.", "My operating system is now Fedora."),
+        # the model's nearest category for these is right only by a hair (a phone for
+        # "Bose QC45", a tablet for "华为Mate 60"): no clear margin, no link
+        ("I have Bose QC45.", "I replaced my phone with a Pixel 8."),
+        ("我用华为Mate 60。", "我的平板换成了iPad。"),
+        ("我开比亚迪汉。", "我的手机换成了小米14。"),
+        ("我上班骑凤凰自行车。", "我的工作电脑换成了联想小新。"),
+    ],
+)
+def test_a_named_thing_leaves_other_things_alone(
+    store: ConclusionStore, first: str, second: str
+) -> None:
+    assert store.remember(first).action == "created"
+    assert store.remember(second).action == "created"
+    assert _active(store) == sorted([first, second])
+
+
 # -- restatements keep every value -----------------------------------------------------------
 
 
@@ -224,6 +299,9 @@ def test_recall_of_history_puts_the_newer_value_first(store: ConclusionStore) ->
         ("我在比亚迪工作", "workplace", "比亚迪"),
         ("张伟的生日是5月3日", "张伟 生日", "5月3日"),
         ("我的车牌号改成了浙A12345", "车牌号", "浙A12345"),
+        ("I switched my work laptop to a Dell XPS 13", "work laptop", "Dell XPS 13"),
+        ("I've replaced my phone with a new Moto G84", "phone", "Moto G84"),
+        ("我把工作电脑换成了联想小新", "工作电脑", "联想小新"),
     ],
 )
 def test_subject_and_value_of_common_shapes(text: str, subject: str, value: str) -> None:
@@ -243,6 +321,24 @@ def test_subject_and_value_of_common_shapes(text: str, subject: str, value: str)
 )
 def test_no_subject_where_none_is_stated(text: str) -> None:
     assert slot_of(text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "usage"),
+    [
+        ("I use a ThinkPad X1 for work.", ("use", "ThinkPad X1", "work")),
+        ("I drive a Honda Civic to the office", ("drive", "Honda Civic", "the office")),
+        ("I've got a Pixel 8", ("got", "Pixel 8", None)),
+        ("我上班骑凤凰自行车。", ("骑", "凤凰自行车", "上班")),
+        ("我用联想小新办公", ("用", "联想小新", "办公")),
+        ("我用的是小米14", ("用", "小米14", None)),
+        ("I think it works", None),
+        ("My phone is a Pixel 8", None),
+    ],
+)
+def test_what_i_use_and_what_for(text: str, usage: tuple[str, str, str | None] | None) -> None:
+    found = usage_of(text)
+    assert (found and (found.verb, found.value, found.scope)) == usage
 
 
 def test_classify_keeps_a_derived_subject() -> None:
