@@ -91,9 +91,9 @@ class MemorySettings(_Section):
     unsaved_ms: float = Field(
         50.0,
         ge=0,
-        description="Read-only work a crash may lose: a step that only reads is committed "
-        "with the next one unless this much time passed since the last commit (0: every "
-        "step). A call that may change something is always on disk before it runs.",
+        description="Work a crash may lose: the user's message, read-only steps and trace "
+        "rows wait for the next commit at most this long (0: commit every step). A call "
+        "that may change something is always on disk before it runs.",
     )
 
 

@@ -7,9 +7,9 @@ here: they come through the `ToolRunner`.
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
@@ -45,7 +45,7 @@ BOUND_EXPLANATIONS = {
 
 
 def new_id(prefix: str = "turn") -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:16]}"
+    return f"{prefix}_{secrets.token_hex(8)}"
 
 
 class TurnRecorder:

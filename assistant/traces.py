@@ -22,6 +22,7 @@ from assistant.model import Message, ModelReply
 from assistant.outcome import TurnOutcome
 from memory.db import Database, Migrations, Statement
 from memory.errors import StorageError
+from memory.jsontext import dumps
 from memory.redact import Redactor
 from memory.working import WorkingMemory
 from tools.runner import CallOutcome
@@ -55,8 +56,7 @@ def m001_turns_requests_tool_calls(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX turns_by_start ON turns (started_at)")
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+_json = dumps
 
 
 class TraceStore:
@@ -106,13 +106,12 @@ class TraceStore:
 class Recorder(TurnRecorder):
     """Persists the conversation into working memory and the turn into the trace store.
 
-    Everything is committed in as few transactions as durability allows: the user's
-    message with the turn row; an assistant message that asks for tools that may change
-    something, before they run, and their results as soon as they are back; the final
-    answer with the rest of the trace at the end. Steps that only read (a model reply
-    asking for read-only tools, their results) ride with the next commit unless
-    `unsaved_s` has passed since the last one, so a crash can lose at most that much
-    reproducible work. Trace rows ride along with whichever commit comes next.
+    Commits are few, because a commit costs more than all the rows of a fast turn: an
+    assistant message that asks for tools that may change something is on disk before
+    they run, and their results as soon as they are back; the final answer commits the
+    turn. Everything else (the user's message, read-only steps, trace rows) is deferred
+    to the next commit, which the database makes within `unsaved_s` at the latest, so a
+    crash can lose at most that much work, and never a step that changed something.
     """
 
     def __init__(
@@ -126,27 +125,20 @@ class Recorder(TurnRecorder):
     ) -> None:
         self.db = traces.database
         self.unsaved_s = unsaved_s
-        self._committed_at = time.monotonic()
         self.redact = traces.redactor
         self.working = working
         self.trigger = trigger
         self.debug_stream = debug_stream
         self.turn: Turn | None = None
         self._sent = 0
-        self._pending: list[Statement] = []
 
-    def _commit(self, *statements: Statement) -> None:
-        self._pending.extend(statements)
-        self.db.write_many(self._pending)
-        self._pending.clear()
-        self._committed_at = time.monotonic()
+    def _defer(self, *statements: Statement) -> None:
+        self.db.defer(statements, self.unsaved_s)
 
     def save_what_ran(self) -> None:
         """The turn failed unexpectedly: commit what it produced before it failed."""
-        if not self._pending:
-            return
         try:
-            self._commit()
+            self.db.flush()
         except StorageError:
             log.exception("could not keep the failed turn's last steps")
 
@@ -170,17 +162,19 @@ class Recorder(TurnRecorder):
                 ),
             )
         )
-        self._commit(*statements)
+        self._defer(*statements)
 
     def messages(self, messages: Sequence[Message], *, durable: bool = False) -> None:
         if self.working is None or self.turn is None:
             return
         turn = self.turn
-        self._pending.extend(
+        statements = [
             self.working.insert_statement(turn.session, turn.turn_id, m) for m in messages
-        )
-        if durable or time.monotonic() - self._committed_at >= self.unsaved_s:
-            self._commit()
+        ]
+        if durable:
+            self.db.write_many(statements)
+        else:
+            self._defer(*statements)
 
     def before_request(self, index: int, messages: Sequence[Message]) -> None:
         if self.debug_stream is not None:
@@ -200,7 +194,7 @@ class Recorder(TurnRecorder):
         new = self.redact.data(list(messages[prefix:]))
         self._sent = len(messages)
         usage = reply.usage if reply else None
-        self._pending.append(
+        self._defer(
             (
                 "INSERT INTO requests (turn_id, idx, prefix_count, new_messages, tools, reply, "
                 "error, duration_ms, prompt_tokens, completion_tokens) "
@@ -222,13 +216,16 @@ class Recorder(TurnRecorder):
 
     def tool_results(self, request_index: int, outcomes: Sequence[CallOutcome]) -> None:
         assert self.turn is not None
-        for o in outcomes:
-            self._pending.append(
+        insert = (
+            "INSERT INTO tool_calls (turn_id, request_idx, call_id, tool, version, "
+            "arguments_raw, arguments, status, result, content, truncated, cached, "
+            "repaired, executed, duration_ms, read_only, dangerous, failure_detail) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+        self._defer(
+            *(
                 (
-                    "INSERT INTO tool_calls (turn_id, request_idx, call_id, tool, version, "
-                    "arguments_raw, arguments, status, result, content, truncated, cached, "
-                    "repaired, executed, duration_ms, read_only, dangerous, failure_detail) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    insert,
                     (
                         self.turn.turn_id,
                         request_index,
@@ -250,7 +247,9 @@ class Recorder(TurnRecorder):
                         o.failure_detail,
                     ),
                 )
+                for o in outcomes
             )
+        )
 
     def turn_finished(self, outcome: TurnOutcome) -> None:
         grounding = outcome.grounding
@@ -280,7 +279,7 @@ class Recorder(TurnRecorder):
                 outcome.turn_id,
             ),
         )
-        self._commit(finish)
+        self.db.write_many([finish])
 
 
 def print_messages(messages: Sequence[Message], index: int, stream: TextIO = sys.stderr) -> None:

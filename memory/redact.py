@@ -64,11 +64,12 @@ class Redactor:
         return redacted
 
     def data(self, value: Any) -> Any:
-        """Redact every string inside a JSON-like value."""
-        if isinstance(value, str):
+        """Redact every string inside a JSON-like value (a copy; the value is not changed)."""
+        kind = type(value)  # the exact-type test first: this walks every trace row
+        if kind is str or isinstance(value, str):
             return self.text(value)
-        if isinstance(value, dict):
+        if kind is dict or isinstance(value, dict):
             return {key: self.data(item) for key, item in value.items()}
-        if isinstance(value, list | tuple):
+        if kind is list or kind is tuple or isinstance(value, list | tuple):
             return [self.data(item) for item in value]
         return value

@@ -1,7 +1,8 @@
 """Working memory (SPEC M1): each session's messages, persisted as the turn runs.
 
-Messages are appended one by one, each in its own transaction, so a crash mid-turn
-loses nothing already produced. Loading repairs what a crash can leave behind: an
+Messages are stored as the turn produces them; the caller decides which must be
+committed at once (a step that changed something) and which may ride with the next
+commit within a short deadline (`Database.defer`). Loading repairs what a crash can leave behind: an
 assistant tool call without its result gets a synthetic "interrupted" result, and a
 tool result whose call is missing is dropped. Both are logged.
 """
@@ -17,6 +18,7 @@ from typing import Any
 import sqlite_utils
 
 from memory.db import Database, Migrations, Statement
+from memory.jsontext import dumps
 
 log = logging.getLogger(__name__)
 Message = dict[str, Any]
@@ -92,7 +94,7 @@ class WorkingMemory:
             turn_id,
             message["role"],
             message.get("content"),
-            json.dumps(tool_calls, ensure_ascii=False) if tool_calls else None,
+            dumps(tool_calls) if tool_calls else None,
             message.get("tool_call_id"),
             time.time(),
         )

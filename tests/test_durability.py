@@ -159,3 +159,72 @@ def test_a_turn_that_fails_unexpectedly_keeps_the_steps_it_ran(
     with pytest.raises(RuntimeError, match="a bug"):
         assistant.ask("define a", session="s")
     assert [role for role, _ in _on_disk(home, "s")] == ["user", "assistant", "tool"]
+
+
+def _wait_for(condition: Any, what: str) -> None:
+    """Poll until `condition()` holds: a liveness check, with a generous cap."""
+    import time
+
+    for _ in range(500):
+        if condition():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"never happened: {what}")
+
+
+def test_a_waiting_turn_reaches_disk_on_its_own_deadline(
+    make_assistant: Any, tmp_path: Path
+) -> None:
+    """Deferred rows are not held back by a slow model: the flusher commits them."""
+    home = tmp_path / "home"
+    model_may_answer = threading.Event()
+
+    @tool
+    def lookup(word: str) -> dict[str, str]:
+        """Look a word up. Call it for definitions."""
+        return {"word": word}
+
+    def slow_second_request(messages: Any, tools: Any) -> Any:
+        _wait_for(
+            lambda: [r for r, _ in _on_disk(home, "s")] == ["user", "assistant", "tool"],
+            "the user's message and the read-only step on disk while the model thinks",
+        )
+        model_may_answer.set()
+        return text("Found it.")
+
+    model = ScriptedModel([calls(("lookup", {"word": "x"})), slow_second_request])
+    assistant = make_assistant(tools=[lookup], model=model, home=home)
+    assert assistant.ask("define x", session="s").answer == "Found it."
+    assert model_may_answer.is_set()
+
+
+def test_every_stored_row_points_at_an_existing_parent(make_assistant: Any, tmp_path: Path) -> None:
+    """Foreign keys are not enforced per row (it costs), so check the links here."""
+    home = tmp_path / "home"
+
+    @tool
+    def lookup(word: str) -> dict[str, str]:
+        """Look a word up. Call it for definitions."""
+        if word == "boom":
+            raise RuntimeError("lookup failed")
+        return {"word": word}
+
+    model = ScriptedModel(
+        [
+            calls(("lookup", {"word": "a"}), ("lookup", {"word": "boom"})),
+            calls(("missing_tool", {})),
+            text("Done."),
+            text("Hello again."),
+        ]
+    )
+    assistant = make_assistant(tools=[lookup], model=model, home=home)
+    assistant.ask("define a", session="s1")
+    assistant.ask("hello", session="s2")
+    assistant.close()
+    with sqlite3.connect(home / "assistant.db") as conn:
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        counts = {
+            table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("turns", "requests", "tool_calls", "messages")
+        }
+    assert counts == {"turns": 2, "requests": 4, "tool_calls": 3, "messages": 9}

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from memory.jsontext import dumps
 from tools.base import Tool, ToolContext, ToolError
 from tools.confirm import PendingActions, pending_payload
 from tools.pool import Job, WorkerPool
@@ -155,8 +156,7 @@ class ToolRunner:
             )
             call.key = f"{name}:{to_json(parsed)}"
             return call
-        normalised = json.dumps(call.arguments, sort_keys=True, ensure_ascii=False, default=str)
-        call.key = f"{name}:{normalised}"
+        call.key = f"{name}:{dumps(call.arguments, sort_keys=True)}"
         return call
 
     def _parse(self, call: PreparedCall) -> dict[str, Any] | None:

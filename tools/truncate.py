@@ -7,14 +7,14 @@ it was truncated. The full result stays in the trace log.
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from memory.jsontext import dumps
 
 TRUNCATION_NOTE = "result truncated to fit the budget; the full result is in the trace log"
 
 
-def to_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
+to_json = dumps
 
 
 def _shrink(value: Any, max_items: int, max_chars: int) -> Any:
