@@ -2,10 +2,13 @@
 LangGraph, each driven by a zero-latency test model, side by side in one run.
 
 Ours runs the full `Assistant`: traces and working memory persisted to SQLite, grounding
-check on. Rounds interleave the contenders (ours, peer 1, peer 2, ..., ours, ...) so that
-machine noise hits all of them alike; medians over all timed turns are reported.
+check on. Each contender runs in its own process, as a user would run it (in one shared
+process each one pays for the others' imported modules and heap: `--in-process` measures
+that way); rounds interleave the contenders (ours, peer 1, peer 2, ..., ours, ...) so that
+machine noise hits all of them alike, the idle ones waiting on a pipe. Medians over all
+timed turns are reported.
 
-    python bench/loop_overhead.py [--turns 200] [--rounds 5] [--json]
+    python bench/loop_overhead.py [--turns 500] [--rounds 5] [--in-process] [--json]
 
 Peers need the optional extra: pip install -e '.[bench]'.
 """
@@ -38,19 +41,72 @@ def _time_block(run: Callable[[], None], turns: int) -> list[float]:
     return samples
 
 
-def measure(scenario: str, turns: int, rounds: int) -> dict[str, float]:
-    contenders: dict[str, Callable[[], None]] = {}
-    run, close = ours.make_turn(scenario)
-    contenders["ours"] = run
-    for name in peers.available_peers():
-        contenders[name] = peers.PEERS[name](scenario)
-    for run in contenders.values():
-        _time_block(run, 20)
-    samples: dict[str, list[float]] = {name: [] for name in contenders}
-    for _ in range(rounds):
-        for name, run in contenders.items():
-            samples[name].extend(_time_block(run, turns // rounds))
+class Worker:
+    """One contender in a child process (`--worker`): told how many turns to run, it
+    answers with their times; between blocks it waits on its pipe, using no CPU."""
+
+    def __init__(self, name: str, scenario: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--worker", name, "--scenario", scenario],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        if self._line() != "ready":
+            raise RuntimeError(f"the {name} worker did not start")
+
+    def _line(self) -> str:
+        assert self.process.stdout is not None
+        return self.process.stdout.readline().strip()
+
+    def __call__(self, turns: int) -> list[float]:
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"{turns}\n")
+        self.process.stdin.flush()
+        return json.loads(self._line())
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+def _contender(name: str, scenario: str) -> tuple[Callable[[], None], Callable[[], None]]:
+    if name == "ours":
+        return ours.make_turn(scenario)
+    return peers.PEERS[name](scenario), lambda: None
+
+
+def serve(name: str, scenario: str) -> None:
+    """The `--worker` side of `Worker`."""
+    run, close = _contender(name, scenario)
+    print("ready", flush=True)
+    for line in sys.stdin:
+        print(json.dumps(_time_block(run, int(line))), flush=True)
     close()
+
+
+def measure(scenario: str, turns: int, rounds: int, in_process: bool) -> dict[str, float]:
+    names = ["ours", *peers.available_peers()]
+    blocks: dict[str, Callable[[int], list[float]]] = {}
+    closers: list[Callable[[], None]] = []
+    for name in names:
+        if in_process:
+            run, close = _contender(name, scenario)
+            blocks[name] = lambda n, run=run: _time_block(run, n)
+            closers.append(close)
+        else:
+            worker = Worker(name, scenario)
+            blocks[name] = worker
+            closers.append(worker.close)
+    for block in blocks.values():
+        block(20)
+    samples: dict[str, list[float]] = {name: [] for name in blocks}
+    for _ in range(rounds):
+        for name, block in blocks.items():
+            samples[name].extend(block(turns // rounds))
+    for close in closers:
+        close()
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
@@ -78,13 +134,19 @@ IMPORTS = {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--turns", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--in-process", action="store_true", help="all contenders in one process")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--scenario", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        serve(args.worker, args.scenario)
+        return
 
     versions = peers.available_peers()
-    results = {s: measure(s, args.turns, args.rounds) for s in SCENARIOS}
+    results = {s: measure(s, args.turns, args.rounds, args.in_process) for s in SCENARIOS}
     imports = {}
     for label, statement in IMPORTS.items():
         if label.startswith("ours") or label in versions:
