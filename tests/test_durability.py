@@ -228,3 +228,17 @@ def test_every_stored_row_points_at_an_existing_parent(make_assistant: Any, tmp_
             for table in ("turns", "requests", "tool_calls", "messages")
         }
     assert counts == {"turns": 2, "requests": 4, "tool_calls": 3, "messages": 9}
+
+
+def test_the_last_turn_is_the_newest_overall_and_per_session(
+    make_assistant: Any, tmp_path: Path
+) -> None:
+    model = ScriptedModel([text("one"), text("two"), text("three")])
+    assistant = make_assistant(tools=[], model=model, home=tmp_path / "home")
+    first = assistant.ask("1", session="a").turn_id
+    second = assistant.ask("2", session="a").turn_id
+    third = assistant.ask("3", session="b").turn_id
+    assert first != second
+    assert assistant.traces.last_turn_id() == third
+    assert assistant.traces.last_turn_id("a") == second
+    assert assistant.traces.last_turn_id("nobody") is None
