@@ -114,7 +114,8 @@ class Database:
         self.lock = OwnedLock()
         self._deferred: list[Statement] = []
         self._due = math.inf
-        self._wake = threading.Condition(threading.Lock())
+        self._queue_lock = threading.Lock()  # taken bare on the hot path; _wake shares it
+        self._wake = threading.Condition(self._queue_lock)
         self._flusher: threading.Thread | None = None
         self._flusher_until = math.inf  # when the flusher looks next (inf: when woken)
         self._busy_until = 0.0  # the flusher lingers while rows keep coming: no wake-ups
@@ -163,7 +164,7 @@ class Database:
         if within_s <= 0:
             self.write_many(statements)
             return
-        with self._wake:
+        with self._queue_lock:
             if self._closing:
                 raise StorageError(f"{self.path} is closed")
             self._deferred.extend(statements)
@@ -185,7 +186,7 @@ class Database:
             self.write_many(())
 
     def _take_deferred(self) -> list[Statement]:
-        with self._wake:
+        with self._queue_lock:
             taken, self._deferred = self._deferred, []
             self._due = math.inf
             return taken
@@ -193,7 +194,7 @@ class Database:
     def _requeue(self, statements: list[Statement]) -> None:
         if not statements:
             return
-        with self._wake:
+        with self._queue_lock:
             self._deferred[:0] = statements
             self._due = min(self._due, time.monotonic() + 1.0)  # the flusher retries later
 
