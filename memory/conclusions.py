@@ -49,7 +49,7 @@ SAME_FRAME = 0.85
 CANDIDATES = 5
 # a new "my work laptop is …" is typed against at most this many nearest rows that only
 # say what the speaker uses ("I use a ThinkPad X1 for work"): one embedding each
-TYPED_CANDIDATES = 3
+TYPED_CANDIDATES = 5
 # recall: among rows about one subject, a newer row goes first when it scores within this
 # much of an older one (fused scores run 0..fts+vector weights)
 RECENCY_TIE = 0.15
@@ -369,21 +369,26 @@ class ConclusionStore:
         vectors = self.index.vectors
         if head is None or vectors is None:
             return None, None
-        similar = self.index.similar(
-            text,
-            CANDIDATES,
-            where="o.status = 'active' AND o.subject IS NULL AND o.kind = ?",
-            params=[kind],
-        )
+        where, params = "o.status = 'active' AND o.subject IS NULL AND o.kind = ?", [kind]
+        # rows about the thing ("work phone" as a question), then rows worded like the
+        # new statement: a use/own row shares few words with "I switched my …"
+        about = [
+            hit.id
+            for hit in self.index.search(slot.subject, 2 * CANDIDATES, where=where, params=params)
+        ]
+        like = [
+            doc_id
+            for doc_id, _ in self.index.similar(text, 2 * CANDIDATES, where=where, params=params)
+        ]
         typed = 0
-        for doc_id, _ in similar:
+        for doc_id in dict.fromkeys(about + like):
             old = self.get(doc_id)
             usage = usage_of(old.text) if old is not None else None
             if old is None or usage is None or slot_of(old.text) is not None:
                 continue
             if scope_key(usage.scope) != head.scope or not fits(usage.verb, head.group):
                 continue
-            if _negated(old.text):
+            if _negated(old.text.replace(usage.value, " ")):  # "Nothing Phone 2" is a name
                 continue
             if typed == TYPED_CANDIDATES:
                 break

