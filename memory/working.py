@@ -45,6 +45,38 @@ def m002_extraction_mark(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE sessions ADD COLUMN extracted_through INTEGER NOT NULL DEFAULT 0")
 
 
+@migrations
+def m003_lighter_tables(db: sqlite_utils.Database) -> None:
+    """Every turn writes a session row and several messages: without AUTOINCREMENT (ids
+    are never reused anyway: messages are never deleted) and with sessions stored by their
+    key, a turn's commit updates fewer b-trees (about 20 µs of a 0.17 ms commit)."""
+    db.execute(
+        "CREATE TABLE messages_new (id INTEGER PRIMARY KEY, "
+        "session TEXT NOT NULL REFERENCES sessions(id), turn_id TEXT, role TEXT NOT NULL, "
+        "content TEXT, tool_calls TEXT, tool_call_id TEXT, created_at REAL NOT NULL)"
+    )
+    db.execute(
+        "INSERT INTO messages_new (id, session, turn_id, role, content, tool_calls, "
+        "tool_call_id, created_at) SELECT id, session, turn_id, role, content, tool_calls, "
+        "tool_call_id, created_at FROM messages ORDER BY id"
+    )
+    db.execute("DROP TABLE messages")
+    db.execute("ALTER TABLE messages_new RENAME TO messages")
+    db.execute("CREATE INDEX messages_by_session ON messages (session, id)")
+    db.execute("DELETE FROM sqlite_sequence WHERE name = 'messages'")
+    db.execute(
+        "CREATE TABLE sessions_new (id TEXT PRIMARY KEY, created_at REAL NOT NULL, "
+        "updated_at REAL NOT NULL, turns INTEGER NOT NULL DEFAULT 0, "
+        "extracted_through INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID"
+    )
+    db.execute(
+        "INSERT INTO sessions_new (id, created_at, updated_at, turns, extracted_through) "
+        "SELECT id, created_at, updated_at, turns, extracted_through FROM sessions"
+    )
+    db.execute("DROP TABLE sessions")
+    db.execute("ALTER TABLE sessions_new RENAME TO sessions")
+
+
 INTERRUPTED = json.dumps(
     {"error": "INTERRUPTED", "detail": "the process stopped before this tool call finished"}
 )

@@ -74,3 +74,34 @@ def test_token_estimate_counts_chinese_per_character() -> None:
     assert estimate_tokens("你好世界") == 4
     assert estimate_tokens("hello world, this is text") == 7
     assert estimate_tokens("") == 0
+
+
+def test_upgrading_an_older_store_keeps_every_session_and_message(tmp_path: Path) -> None:
+    """m003 rebuilds the two tables; ids, order and sessions must come through intact."""
+    from memory import working
+
+    path = tmp_path / "old.db"
+    old = Database(path)
+    old_steps = working.Migrations("working")
+    old_steps(working.m001_sessions_and_messages)
+    old_steps(working.m002_extraction_mark)
+    old.migrate(old_steps)
+    memory = WorkingMemory.__new__(WorkingMemory)  # the old store, before m003
+    memory.database = old
+    old.write_many(memory.start_turn_statements("s", "t1", {"role": "user", "content": "hi"}))
+    memory.append("s", "t1", [{"role": "assistant", "content": "hello"}])
+    old.write("UPDATE sessions SET extracted_through = 2 WHERE id = 's'")
+    before = old.query("SELECT id, role, content FROM messages ORDER BY id")
+    old.close()
+
+    upgraded = Database(path)
+    store = WorkingMemory(upgraded)
+    rows = upgraded.query("SELECT id, role, content FROM messages ORDER BY id")
+    assert rows == before and [r["content"] for r in rows] == ["hi", "hello"]
+    session = store.sessions()[0]
+    assert (session["id"], session["turns"], session["extracted_through"]) == ("s", 1, 2)
+    store.append("s", "t2", [{"role": "user", "content": "again"}])
+    ids = [r["id"] for r in store.rows("s")]
+    assert ids == sorted(ids) and len(set(ids)) == 3
+    assert [m["content"] for m in store.load("s")] == ["hi", "hello", "again"]
+    upgraded.close()
