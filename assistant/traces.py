@@ -138,6 +138,7 @@ class Recorder(TurnRecorder):
         self.debug_stream = debug_stream
         self.turn: Turn | None = None
         self._sent = 0
+        self._last_reply: tuple[Message, str] | None = None
 
     def _defer(self, *statements: Statement) -> None:
         self.db.defer(statements, self.unsaved_s)
@@ -198,8 +199,17 @@ class Recorder(TurnRecorder):
     ) -> None:
         assert self.turn is not None
         prefix = self._sent if index else 0
-        new = self.redact.data(list(messages[prefix:]))
+        sent = list(messages[prefix:])
         self._sent = len(messages)
+        parts = []
+        # the model's previous reply opens this request's new messages: reuse its JSON
+        if sent and self._last_reply is not None and sent[0] == self._last_reply[0]:
+            parts.append(self._last_reply[1])
+            del sent[0]
+        parts.extend(_json(m) for m in self.redact.data(sent))
+        reply_message = reply.as_message() if reply else None
+        reply_json = _json(self.redact.data(reply_message)) if reply_message else None
+        self._last_reply = (reply_message, reply_json) if reply_message else None
         usage = reply.usage if reply else None
         self._defer(
             (
@@ -210,9 +220,9 @@ class Recorder(TurnRecorder):
                     self.turn.turn_id,
                     index,
                     prefix,
-                    _json(new),
+                    f"[{','.join(parts)}]",
                     _json(list(tools)),
-                    _json(self.redact.data(reply.as_message())) if reply else None,
+                    reply_json,
                     f"{error.code}: {error}" if error else None,
                     duration_ms,
                     usage.prompt_tokens if usage else None,

@@ -29,6 +29,9 @@ DEFAULT_PATTERNS: dict[str, str] = {
 }
 
 
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
 class Redactor:
     """All patterns run as one alternation: one pass over each string, not one per pattern."""
 
@@ -65,11 +68,25 @@ class Redactor:
 
     def data(self, value: Any) -> Any:
         """Redact every string inside a JSON-like value (a copy; the value is not changed)."""
-        kind = type(value)  # the exact-type test first: this walks every trace row
-        if kind is str or isinstance(value, str):
+        if isinstance(value, str):
             return self.text(value)
-        if kind is dict or isinstance(value, dict):
-            return {key: self.data(item) for key, item in value.items()}
-        if kind is list or kind is tuple or isinstance(value, list | tuple):
-            return [self.data(item) for item in value]
+        # leaves are handled in place, not by a call each: this walks every trace row
+        if isinstance(value, dict):
+            return {
+                key: self.text(item)
+                if type(item) is str
+                else item
+                if type(item) in _SCALARS
+                else self.data(item)
+                for key, item in value.items()
+            }
+        if isinstance(value, list | tuple):
+            return [
+                self.text(item)
+                if type(item) is str
+                else item
+                if type(item) in _SCALARS
+                else self.data(item)
+                for item in value
+            ]
         return value

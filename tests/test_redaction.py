@@ -78,3 +78,24 @@ def test_a_broken_pattern_is_a_config_error_naming_it(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as raised:
         load_settings()
     assert "safety.patterns" in str(raised.value) and "bad" in str(raised.value)
+
+
+def test_a_secret_in_tool_arguments_is_masked_in_every_request_of_the_trace(
+    tmp_path: Path,
+) -> None:
+    """The model's reply opens the next request's messages; both copies are masked."""
+    secret = "sk-proj-abcdefghijklmnopqrstuvwx"
+    model = ScriptedModel(
+        [calls(("contact_lookup", {"name": f"key {secret}"})), text("Looked it up.")]
+    )
+    assistant = Assistant(load_settings(), model=model, tools=[contact_lookup])
+    try:
+        outcome = assistant.ask("look up my key")
+        requests = assistant.traces.turn(outcome.turn_id)["requests"]
+        assert [r["idx"] for r in requests] == [0, 1]
+        assert requests[1]["new_messages"][0] == requests[0]["reply"]
+        assert requests[1]["new_messages"][1]["role"] == "tool"
+        arguments = requests[0]["reply"]["tool_calls"][0]["function"]["arguments"]
+        assert secret not in json.dumps(requests) and "[REDACTED:api_key]" in arguments
+    finally:
+        assistant.close()
