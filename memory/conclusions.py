@@ -10,7 +10,10 @@ What links two statements is evidence, not similarity alone (unrelated facts cut
 template score as high as paraphrases): a subject given by the caller or stated by the
 text (`memory.extraction.slot_of`: "my X is …", "I live in …", "我住在…"), or the same
 frame with only the value after its verb changed, or (for a restatement) the same content
-words. A restatement keeps whichever wording says more, so no value is ever dropped.
+words, or a use/own statement without a subject ("I use a ThinkPad X1 for work") whose
+value the embedding model types as the category a later subject names ("my work laptop";
+`memory.categories`, see `_typed_match`). A restatement keeps whichever wording says
+more, so no value is ever dropped.
 """
 
 from __future__ import annotations
