@@ -54,7 +54,11 @@ class ModelReply:
 
 @runtime_checkable
 class ChatModel(Protocol):
-    """Anything that turns messages (and offered tools) into one reply."""
+    """Anything that turns messages (and offered tools) into one reply.
+
+    A model whose requests leave the process sets `remote = True`: the turn's rows are
+    then committed before each request, where a commit hides behind the network.
+    """
 
     name: str
 

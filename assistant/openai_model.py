@@ -35,6 +35,7 @@ class OpenAIChatModel:
         self._openai = openai
         self.settings = settings
         self.name = settings.name
+        self.remote = True  # see ChatModel: commit before each request
         self.endpoint = settings.base_url or "https://api.openai.com/v1"
         self._client = client or openai.OpenAI(
             base_url=settings.base_url,

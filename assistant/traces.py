@@ -115,10 +115,12 @@ class Recorder(TurnRecorder):
 
     Commits are few, because a commit costs more than all the rows of a fast turn: an
     assistant message that asks for tools that may change something is on disk before
-    they run, and their results as soon as they are back; the final answer commits the
-    turn. Everything else (the user's message, read-only steps, trace rows) is deferred
-    to the next commit, which the database makes within `unsaved_s` at the latest, so a
-    crash can lose at most that much work, and never a step that changed something.
+    they run, and their results as soon as they are back; everything is on disk before a
+    request to a remote model (the network hides the commit) and when the turn ends.
+    Otherwise (an in-process model) the user's message, read-only steps and trace rows
+    are deferred to the next commit, which the database makes within `unsaved_s` at the
+    latest, so a crash can lose at most that much work, never a step that changed
+    something.
     """
 
     def __init__(
@@ -187,6 +189,8 @@ class Recorder(TurnRecorder):
     def before_request(self, index: int, messages: Sequence[Message]) -> None:
         if self.debug_stream is not None:
             print_messages(messages, index, self.debug_stream)
+        if self.turn is not None and getattr(self.turn.model, "remote", False):
+            self.db.flush()  # costs nothing beside a network request; loses nothing
 
     def request(
         self,

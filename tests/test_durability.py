@@ -242,3 +242,32 @@ def test_the_last_turn_is_the_newest_overall_and_per_session(
     assert assistant.traces.last_turn_id() == third
     assert assistant.traces.last_turn_id("a") == second
     assert assistant.traces.last_turn_id("nobody") is None
+
+
+def test_before_a_request_to_a_remote_model_the_turn_is_on_disk(
+    make_assistant: Any, tmp_path: Path
+) -> None:
+    """A network request hides a commit: nothing before it is left to the flusher."""
+    home = tmp_path / "home"
+    seen: dict[str, Any] = {}
+
+    @tool
+    def lookup(word: str) -> dict[str, str]:
+        """Look a word up. Call it for definitions."""
+        return {"word": word}
+
+    def first(messages: Any, tools: Any) -> Any:
+        seen["first request"] = _on_disk(home, "s")
+        return calls(("lookup", {"word": "x"}))
+
+    def second(messages: Any, tools: Any) -> Any:
+        seen["second request"] = _on_disk(home, "s")
+        return text("Found it.")
+
+    model = ScriptedModel([first, second])
+    model.remote = True  # type: ignore[attr-defined]
+    assistant = make_assistant(tools=[lookup], model=model, home=home)
+    assistant.settings.memory.unsaved_ms = 60_000  # the flusher would never come in time
+    assert assistant.ask("define x", session="s").answer == "Found it."
+    assert seen["first request"] == [("user", None)]
+    assert [role for role, _ in seen["second request"]] == ["user", "assistant", "tool"]
