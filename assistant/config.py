@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from assistant.errors import ConfigError
+from memory.compression import CompressionSettings
 
 CONFIG_FILE_NAME = "config.toml"
 
@@ -57,8 +58,11 @@ class ModelSettings(_Section):
         return not (self.base_url or self.api_key)
 
 
-class MemorySettings(_Section):
-    """Long-term memory, its vector index and session compression (SPEC M2-M8)."""
+class MemorySettings(CompressionSettings, _Section):
+    """Long-term memory, its vector index and session compression (SPEC M2-M8); the
+    compression knobs are declared once, in `memory.compression.CompressionSettings`."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     enabled: bool = True
     recall_k: int = Field(5, ge=0, le=50, description="Conclusions put into each turn's context.")
@@ -72,22 +76,6 @@ class MemorySettings(_Section):
     chroma_ssl: bool = False
     fts_weight: float = Field(1.0, ge=0)
     vector_weight: float = Field(1.0, ge=0)
-    compress_after_turns: int = Field(12, ge=2)
-    keep_turns: int = Field(4, ge=1)
-    token_budget: int = Field(6000, ge=500)
-    mask_after_turns: int = Field(
-        4, ge=1, description="Turns whose tool results are sent in full; older ones as stubs."
-    )
-    mask_preview_chars: int = Field(200, ge=0, description="Characters of a result in its stub.")
-    older_turns_tokens: int = Field(
-        400,
-        ge=0,
-        description="Tokens for unfolded turns older than mask_after_turns; past it the oldest "
-        "are sent as request and answer only.",
-    )
-    summary_max_tokens: int = Field(
-        500, ge=50, description="Cap on the running summary; past it the summariser shortens it."
-    )
     unsaved_ms: float = Field(
         50.0,
         ge=0,

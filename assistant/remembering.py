@@ -16,7 +16,12 @@ from pydantic import ValidationError
 
 from assistant.config import MemorySettings, Settings
 from assistant.model import ChatModel, Message
-from memory.compression import CompressionPolicy, SessionCompressor, extractive_summary
+from memory.compression import (
+    CompressionPolicy,
+    CompressionSettings,
+    SessionCompressor,
+    extractive_summary,
+)
 from memory.conclusions import Conclusion, ConclusionStore
 from memory.db import Database
 from memory.extraction import Candidate, Extracted, from_user_message
@@ -49,15 +54,7 @@ names, paths and decisions later turns may need, and what is still open; drop th
 
 def compression_policy(memory: MemorySettings) -> CompressionPolicy:
     """The compression policy the settings ask for (SPEC M2 defaults otherwise)."""
-    return CompressionPolicy(
-        max_user_turns=memory.compress_after_turns,
-        keep_turns=memory.keep_turns,
-        token_budget=memory.token_budget,
-        mask_after_turns=memory.mask_after_turns,
-        mask_preview_chars=memory.mask_preview_chars,
-        older_turns_tokens=memory.older_turns_tokens,
-        summary_max_tokens=memory.summary_max_tokens,
-    )
+    return CompressionPolicy(**memory.model_dump(include=set(CompressionSettings.model_fields)))
 
 
 def _transcript(messages: Sequence[Message]) -> str:

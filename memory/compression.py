@@ -173,30 +173,38 @@ def _without_ids(messages: Iterable[Message]) -> list[Message]:
 # -- policy, records, results -------------------------------------------------------------
 
 
-class CompressionPolicy(BaseModel):
-    """When to fold, and how much to keep verbatim (SPEC M2 defaults)."""
+class CompressionSettings(BaseModel):
+    """The compression knobs (SPEC M2 defaults): one declaration for the `[memory]`
+    section of the configuration, which inherits them, and for the policy below."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    max_user_turns: int = Field(12, ge=1, description="fold when more user turns are verbatim")
-    keep_turns: int = Field(4, ge=1, description="user turns that stay verbatim after folding")
+    compress_after_turns: int = Field(
+        12, ge=2, description="Fold when more user turns than this are verbatim."
+    )
+    keep_turns: int = Field(4, ge=1, description="User turns that stay verbatim after folding.")
     token_budget: int = Field(
-        6000, ge=1, description="estimated tokens of the unfolded history (as sent) to fold past"
+        6000, ge=100, description="Estimated tokens of the unfolded history (as sent) to fold past."
     )
-    enabled: bool = True
     mask_after_turns: int = Field(
-        4, ge=1, description="user turns whose tool results are sent in full; older ones as stubs"
+        4, ge=1, description="Turns whose tool results are sent in full; older ones as stubs."
     )
-    mask_preview_chars: int = Field(200, ge=0, description="characters of a result in its stub")
+    mask_preview_chars: int = Field(200, ge=0, description="Characters of a result in its stub.")
     older_turns_tokens: int = Field(
         400,
         ge=0,
-        description="tokens for the unfolded turns older than mask_after_turns, stubs included;"
-        " past it the oldest of them are sent as request and answer only",
+        description="Tokens for unfolded turns older than mask_after_turns, stubs included; "
+        "past it the oldest are sent as request and answer only.",
     )
     summary_max_tokens: int = Field(
-        500, ge=50, description="cap on the running summary; past it the summariser shortens it"
+        500, ge=50, description="Cap on the running summary; past it the summariser shortens it."
     )
+
+
+class CompressionPolicy(CompressionSettings):
+    """When to fold, and how much to keep verbatim."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = True
 
 
 @dataclass
@@ -329,7 +337,7 @@ def render_history(messages: Sequence[Message], policy: CompressionPolicy) -> Re
     """What the model is sent of the unfolded (repaired) messages.
 
     Without this the prompt grows between folds by whole tool-heavy turns: up to
-    `max_user_turns - keep_turns` of them. So the last `mask_after_turns` user turns go
+    `compress_after_turns - keep_turns` of them. So the last `mask_after_turns` user turns go
     verbatim; older ones go with their tool results as stubs, newest first, while they fit
     `older_turns_tokens`; the rest as request and answer only. What varies between folds
     is then bounded by that budget plus a few short exchanges, whatever the tools return.
@@ -497,7 +505,7 @@ class SessionCompressor:
 
         user_turns = [i for i, turn in enumerate(turns) if _is_user_turn(turn)]
         verbatim_tokens = sent_tokens(turns)
-        over_turns = len(user_turns) > policy.max_user_turns
+        over_turns = len(user_turns) > policy.compress_after_turns
         over_tokens = verbatim_tokens > policy.token_budget
         if not user_turns or not (over_turns or over_tokens):
             return None, []

@@ -311,7 +311,7 @@ def test_failure_after_a_summary_keeps_the_previous_summary(database, working) -
 
 
 def test_token_budget_triggers_with_few_turns(database, working) -> None:
-    policy = CompressionPolicy(max_user_turns=12, keep_turns=4, token_budget=400)
+    policy = CompressionPolicy(compress_after_turns=12, keep_turns=4, token_budget=400)
     compressor = SessionCompressor(database, working, Recorder(), policy)
     for n in range(1, 6):
         run_turn(
@@ -806,7 +806,7 @@ def test_summary_message_is_a_system_message() -> None:
 
 def test_policy_defaults_and_validation() -> None:
     policy = CompressionPolicy()
-    assert (policy.max_user_turns, policy.keep_turns, policy.token_budget) == (12, 4, 6000)
+    assert (policy.compress_after_turns, policy.keep_turns, policy.token_budget) == (12, 4, 6000)
     assert policy.enabled
     with pytest.raises(ValueError):
         CompressionPolicy(keep_turns=0)

@@ -31,7 +31,7 @@ def _compressing(make_assistant: Any, fake_openai: FakeOpenAI, turns: int) -> An
     fake_openai.script(*[_brain] * (turns * 3 + 10))
     assistant = make_assistant()
     assistant.memory.compressor.policy = assistant.memory.compressor.policy.model_copy(
-        update={"max_user_turns": 3, "keep_turns": 1}
+        update={"compress_after_turns": 3, "keep_turns": 1}
     )
     return assistant
 
