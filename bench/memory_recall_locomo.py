@@ -594,6 +594,16 @@ def print_table(results: Sequence[Result], indexing: dict[str, Any]) -> None:
             f"  {category:12} {values['recall@1']:5.1f} {values['recall@5']:5.1f} "
             f"{values['recall@10']:5.1f}  ({values['n']})"
         )
+    if len(results) > 1:
+        names = list(main.summary()["by_category"])
+        print(f"\nPer category, recall@5 / @10 ({', '.join(names)}):")
+        for result in results:
+            categories = result.summary()["by_category"]
+            cells = "  ".join(
+                f"{categories[name]['recall@5']:5.1f} {categories[name]['recall@10']:5.1f}"
+                for name in names
+            )
+            print(f"  {result.method.name:40} {cells}")
     print(f"\nPer conversation, recall@5 / @10 ({', '.join(main.by_conversation)}):")
     for result in results:
         cells = "  ".join(
