@@ -218,6 +218,10 @@ class Assistant:
 
     def close(self) -> None:
         try:
+            if self.memory is not None:
+                self.memory.store.close()
+            if self.vault_index is not None:
+                self.vault_index.close()
             self.database.close()
         finally:
             self.lock.release()

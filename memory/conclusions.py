@@ -168,6 +168,9 @@ class ConclusionStore:
         self.index = HybridIndex(database, "conclusions", "conclusions", vectors, weights)
         self._typer: CategoryTyper | None = None
 
+    def close(self) -> None:
+        self.index.close()
+
     # -- reads ----------------------------------------------------------------------------
 
     def get(self, conclusion_id: str) -> Conclusion | None:

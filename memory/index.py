@@ -121,7 +121,7 @@ class Weights:
     vector: float = 1.0
     candidates: int = 50
     context: float = 1.0
-    context_vector: float = 0.5
+    context_vector: float = 1.0
     fusion: Fusion = "score"
     rrf_k: int = RRF_K
 
@@ -280,6 +280,13 @@ class HybridIndex:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fulltext")
             return self._pool
+
+    def close(self) -> None:
+        """Stop the full-text worker, if one was started (a later search starts another)."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
 
     def search(
         self,

