@@ -248,7 +248,7 @@ class _TurnState:
         """One corrective request when the answer contradicts a tool result (L16)."""
         if not (self.turn.limits.grounding_check and self.calls):
             return answer
-        context = [m.get("content") or "" for m in self.messages if m["role"] != "tool"]
+        context = (m.get("content") or "" for m in self.messages if m["role"] != "tool")
         mismatches = check_answer(answer, self.calls, context)
         self.grounding = GroundingCheck(mismatches=mismatches)
         if not mismatches or self.budget.requests >= self.turn.limits.max_requests:

@@ -48,7 +48,7 @@ class ToolArgs(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _unwrap_singleton_lists(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
+        if not isinstance(data, dict) or not any(isinstance(v, list) for v in data.values()):
             return data
         fixed = dict(data)
         for name, info in cls.model_fields.items():
