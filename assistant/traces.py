@@ -1,8 +1,9 @@
 """Traces (SPEC T1-T3): every turn, request, reply and tool call, in SQLite.
 
 A request stores only the messages added since the previous request of the same turn
-(plus how many came before), so a long turn does not store its history over and over;
-`requests_messages` rebuilds each full request for replay. Everything is redacted first.
+(plus how many came before, `prefix_count`), so a long turn does not store its history
+over and over: request k's messages are the new ones of requests 0..k. Everything is
+redacted first.
 """
 
 from __future__ import annotations
@@ -61,9 +62,6 @@ def m002_turns_in_insertion_order(db: sqlite_utils.Database) -> None:
     """Turns are found newest-first by rowid (inserted as they start): one index less to
     write on every turn."""
     db.execute("DROP INDEX IF EXISTS turns_by_start")
-
-
-_json = dumps
 
 
 class TraceStore:
@@ -168,7 +166,7 @@ class Recorder(TurnRecorder):
                     getattr(turn.model, "name", type(turn.model).__name__),
                     time.time(),
                     self.redact.text(turn.user_text),
-                    _json(self.trigger) if self.trigger else None,
+                    dumps(self.trigger) if self.trigger else None,
                 ),
             )
         )
@@ -210,9 +208,9 @@ class Recorder(TurnRecorder):
         if sent and self._last_reply is not None and sent[0] == self._last_reply[0]:
             parts.append(self._last_reply[1])
             del sent[0]
-        parts.extend(_json(m) for m in self.redact.data(sent))
+        parts.extend(dumps(m) for m in self.redact.data(sent))
         reply_message = reply.as_message() if reply else None
-        reply_json = _json(self.redact.data(reply_message)) if reply_message else None
+        reply_json = dumps(self.redact.data(reply_message)) if reply_message else None
         self._last_reply = (reply_message, reply_json) if reply_message else None
         usage = reply.usage if reply else None
         self._defer(
@@ -225,7 +223,7 @@ class Recorder(TurnRecorder):
                     index,
                     prefix,
                     f"[{','.join(parts)}]",
-                    _json(list(tools)),
+                    dumps(list(tools)),
                     reply_json,
                     f"{error.code}: {error}" if error else None,
                     duration_ms,
@@ -254,9 +252,9 @@ class Recorder(TurnRecorder):
                         o.name,
                         o.version,
                         self.redact.text(o.arguments_raw),
-                        _json(self.redact.data(o.arguments)) if o.arguments is not None else None,
+                        dumps(self.redact.data(o.arguments)) if o.arguments is not None else None,
                         o.status,
-                        _json(self.redact.data(o.result)),
+                        dumps(self.redact.data(o.result)),
                         self.redact.text(o.content),
                         o.truncated,
                         o.cached,
@@ -288,7 +286,7 @@ class Recorder(TurnRecorder):
                 outcome.usage.prompt_tokens,
                 outcome.usage.completion_tokens,
                 outcome.usage.estimated,
-                _json(
+                dumps(
                     {
                         "mismatches": grounding.mismatches,
                         "corrected": grounding.corrected,

@@ -30,7 +30,7 @@ from typing import Protocol
 
 import numpy as np
 
-from memory.text import stem
+from memory.text import HAN, stem
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +156,7 @@ _SCOPE_SYNONYMS = {
 _SCOPE_STOP = frozenset(
     "the a an my our at for to in on of with from during when while and use 用 的".split()  # noqa: SIM905
 )
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CJK = re.compile(f"[{HAN}]")
 
 
 def scope_key(text: str | None) -> frozenset[str]:

@@ -422,7 +422,7 @@ class SessionCompressor:
         self.policy = policy or CompressionPolicy()
         self.on_folded = on_folded
         self.redactor = redactor
-        self.shrink = shrink or trim_summary
+        self.shrink = shrink
         self.summariser_name = (
             summariser_name or getattr(summarise, "__name__", None) or type(summarise).__name__
         )
@@ -589,7 +589,7 @@ class SessionCompressor:
         session: the summariser shortens it; if that fails or is still too long, its
         oldest lines are cut."""
         cap = self.policy.summary_max_tokens
-        if self.shrink is trim_summary:
+        if self.shrink is None:
             return trim_summary(text, cap), "trimmed"
         try:
             shorter = (self.shrink(text, cap) or "").strip()

@@ -36,7 +36,7 @@ from memory.db import Database, Migrations
 from memory.extraction import Slot, asked_subject, slot_of, usage_of
 from memory.index import HybridIndex, Vectors, Weights
 from memory.redact import Redactor
-from memory.text import STOP_WORDS, stem
+from memory.text import HAN, STOP_WORDS, stem
 
 Kind = Literal["fact", "preference", "decision", "note"]
 KINDS: tuple[str, ...] = ("fact", "preference", "decision", "note")
@@ -174,8 +174,17 @@ class ConclusionStore:
     # -- reads ----------------------------------------------------------------------------
 
     def get(self, conclusion_id: str) -> Conclusion | None:
-        rows = self.database.query("SELECT * FROM conclusions WHERE id = ?", [conclusion_id])
-        return Conclusion.from_row(rows[0]) if rows else None
+        return self._get_many([conclusion_id]).get(conclusion_id)
+
+    def _get_many(self, ids: Iterable[str]) -> dict[str, Conclusion]:
+        """Rows by id, in one query (ids not stored are left out)."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        rows = self.database.query(
+            f"SELECT * FROM conclusions WHERE id IN ({','.join('?' * len(ids))})", ids
+        )
+        return {row["id"]: Conclusion.from_row(row) for row in rows}
 
     def list(self, *, status: str | None = "active", limit: int = 50) -> list[Conclusion]:
         where, params = ("WHERE status = ?", [status]) if status else ("", [])
@@ -244,13 +253,7 @@ class ConclusionStore:
                 scores.setdefault(row["id"], 0.0)
         if not scores:
             return []
-        by_id = {
-            row["id"]: Conclusion.from_row(row)
-            for row in self.database.query(
-                f"SELECT * FROM conclusions WHERE id IN ({','.join('?' * len(scores))})",
-                list(scores),
-            )
-        }
+        by_id = self._get_many(scores)
         found = []
         for doc_id, score in scores.items():
             if doc_id in by_id:
@@ -369,11 +372,7 @@ class ConclusionStore:
                 return found, "restate"
         candidates = []
         similar = self.index.similar(text, CANDIDATES, where="o.status = 'active'")
-        rows = self.database.query(
-            f"SELECT * FROM conclusions WHERE id IN ({','.join('?' * len(similar))})",
-            [doc_id for doc_id, _ in similar],
-        )
-        by_id = {row["id"]: Conclusion.from_row(row) for row in rows}
+        by_id = self._get_many(doc_id for doc_id, _ in similar)
         for doc_id, similarity in similar:
             old = by_id.get(doc_id)
             if old is None:
@@ -421,9 +420,10 @@ class ConclusionStore:
             doc_id
             for doc_id, _ in self.index.similar(text, 2 * CANDIDATES, where=where, params=params)
         ]
+        by_id = self._get_many(about + like)
         typed = 0
         for doc_id in dict.fromkeys(about + like):
-            old = self.get(doc_id)
+            old = by_id.get(doc_id)
             usage = usage_of(old.text) if old is not None else None
             if old is None or usage is None or slot_of(old.text) is not None:
                 continue
@@ -511,8 +511,7 @@ class ConclusionStore:
 
 # -- comparing two statements ------------------------------------------------------------
 
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_TOKENS = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+(?:['\u2019.:][^\W_{_CJK}]+)*")
+_TOKENS = re.compile(rf"[{HAN}]|[^\W_{HAN}]+(?:['\u2019.:][^\W_{HAN}]+)*")
 # words that change how a statement is put, not what it says ("now my favourite drink is
 # …", "we settled on …"); removed before content words are compared
 _NEUTRAL_PHRASES = re.compile(
@@ -608,7 +607,7 @@ def _neutral_stems() -> frozenset[str]:
 
 
 def _is_cjk(token: str) -> bool:
-    return bool(re.fullmatch(rf"[{_CJK}]+", token))
+    return bool(re.fullmatch(rf"[{HAN}]+", token))
 
 
 def _stem(word: str) -> str:

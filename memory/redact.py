@@ -7,7 +7,7 @@ something was there. Patterns are data: callers add their own.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 DEFAULT_PATTERNS: dict[str, str] = {
@@ -70,23 +70,16 @@ class Redactor:
         """Redact every string inside a JSON-like value (a copy; the value is not changed)."""
         if isinstance(value, str):
             return self.text(value)
-        # leaves are handled in place, not by a call each: this walks every trace row
         if isinstance(value, dict):
-            return {
-                key: self.text(item)
-                if type(item) is str
-                else item
-                if type(item) in _SCALARS
-                else self.data(item)
-                for key, item in value.items()
-            }
+            return dict(zip(value.keys(), self._items(value.values()), strict=True))
         if isinstance(value, list | tuple):
-            return [
-                self.text(item)
-                if type(item) is str
-                else item
-                if type(item) in _SCALARS
-                else self.data(item)
-                for item in value
-            ]
+            return self._items(value)
         return value
+
+    def _items(self, items: Iterable[Any]) -> list[Any]:
+        """Leaves are handled here, not by a call each: this walks every trace row."""
+        text = self.text
+        return [
+            text(item) if type(item) is str else item if type(item) in _SCALARS else self.data(item)
+            for item in items
+        ]

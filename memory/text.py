@@ -15,13 +15,14 @@ from functools import lru_cache
 
 import snowballstemmer
 
-_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+# Han character ranges, for regular-expression classes
+HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # a Latin run stops at a Chinese character: "18315号发票" is "18315" and then 号发票
-_LATIN = rf"[^\W_{_HAN}]+"
-_RUNS = re.compile(rf"[{_HAN}]+|{_LATIN}(?:['\u2019]{_LATIN})*", re.UNICODE)
+_LATIN = rf"[^\W_{HAN}]+"
+_RUNS = re.compile(rf"[{HAN}]+|{_LATIN}(?:['\u2019]{_LATIN})*", re.UNICODE)
 # English clitics dropped from a word: "Melanie's" is "melanie", "don't" is "don"
 _CLITICS = frozenset({"s", "t", "re", "ve", "ll", "d", "m"})
-_CJK = re.compile(f"[{_HAN}]")
+_CJK = re.compile(f"[{HAN}]")
 STOP_WORDS = frozenset(
     """
     a about above after again against all am an and any are as at be because been before being
