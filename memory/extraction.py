@@ -229,12 +229,29 @@ _PLURAL_RELATIONS = frozenset(_RELATION_WORDS.split())
 _CLAUSES = re.compile(r"[:;：；]\s*|\s+[-–—]\s+")
 
 
+def _flat(text: str) -> str:
+    """One line, straight apostrophes, no closing punctuation: what the shapes match."""
+    return _TRAILING.sub("", " ".join(text.replace("\u2019", "'").split()))
+
+
+def _subject_from(match: re.Match[str], template: str) -> str | None:
+    """The subject a shape's template names from its match; None when the `who` it
+    matched is a pronoun ("it is my …"), not a person."""
+    parts = {k: v for k, v in match.groupdict().items() if v is not None}
+    who = parts.get("who", "").strip()
+    if who.lower() in _NOT_WHO:
+        return None
+    who = re.sub(r"^(?:my|our)\s+", "", who, flags=re.IGNORECASE)
+    subject = _canonical(template.format(**{**parts, "who": who}))
+    return None if subject in _PLURAL_RELATIONS else subject
+
+
 def slot_of(text: str) -> Slot | None:
     """The subject and value of a statement in a common shape, or None.
 
     Tried on the whole text, then on each clause after a colon or semicolon ("I've
     switched again: my favourite drink is black coffee")."""
-    body = _TRAILING.sub("", " ".join(text.replace("\u2019", "'").split()))
+    body = _flat(text)
     clauses = [body, *(part for part in _CLAUSES.split(body)[1:] if part.strip())]
     for clause in clauses:
         found = _slot_of_clause(clause.strip())
@@ -248,20 +265,10 @@ def _slot_of_clause(clause: str) -> Slot | None:
         body = lead.sub("", clause)
         for pattern, template in shapes:
             match = pattern.match(body)
-            if not match:
+            if match is None or not (subject := _subject_from(match, template)):
                 continue
-            parts = {k: v for k, v in match.groupdict().items() if v is not None}
-            who = parts.get("who", "").strip()
-            if who.lower() in _NOT_WHO:
-                continue
-            subject = template.format(
-                **{**parts, "who": re.sub(r"^(?:my|our)\s+", "", who, flags=re.I)}
-            )
-            subject = _canonical(subject)
-            value = _TRAILING.sub("", parts["value"]).strip(" ,，")
-            if subject in _PLURAL_RELATIONS or value.lower() in _NOT_VALUE:
-                continue
-            if subject and value and len(subject) <= 80:
+            value = _TRAILING.sub("", match.group("value")).strip(" ,，")
+            if value and value.lower() not in _NOT_VALUE and len(subject) <= 80:
                 return Slot(subject, value)
     return None
 
@@ -301,8 +308,7 @@ _ZH_USE = re.compile(
 def usage_of(text: str) -> Usage | None:
     """What the speaker uses, owns, drives or rides, when a statement says just that
     ("I drive a Toyota Corolla", "我上班骑捷安特"); None for any other shape."""
-    body = _TRAILING.sub("", " ".join(text.replace("\u2019", "'").split()))
-    body = _ZH_LEAD.sub("", _EN_LEAD.sub("", body))
+    body = _ZH_LEAD.sub("", _EN_LEAD.sub("", _flat(text)))
     match = _EN_USE.match(body) or _ZH_USE.match(body)
     if not match:
         return None
@@ -398,15 +404,7 @@ def asked_subject(question: str) -> str | None:
     for shapes in (_EN_ASKED, _ZH_ASKED):
         for pattern, template in shapes:
             match = pattern.match(body)
-            if not match:
-                continue
-            parts = {k: v for k, v in match.groupdict().items() if v is not None}
-            who = parts.get("who", "").strip()
-            if who.lower() in _NOT_WHO:
-                continue
-            who = re.sub(r"^(?:my|our)\s+", "", who, flags=re.IGNORECASE)
-            subject = _canonical(template.format(**{**parts, "who": who}))
-            if subject and subject not in _PLURAL_RELATIONS:
+            if match is not None and (subject := _subject_from(match, template)):
                 return subject
     return None
 
