@@ -86,11 +86,19 @@ def test_upgrading_an_older_store_keeps_every_session_and_message(tmp_path: Path
     old_steps(working.m001_sessions_and_messages)
     old_steps(working.m002_extraction_mark)
     old.migrate(old_steps)
-    memory = WorkingMemory.__new__(WorkingMemory)  # the old store, before m003
-    memory.database = old
-    old.write_many(memory.start_turn_statements("s", "t1", {"role": "user", "content": "hi"}))
-    memory.append("s", "t1", [{"role": "assistant", "content": "hello"}])
-    old.write("UPDATE sessions SET extracted_through = 2 WHERE id = 's'")
+    # rows as the store wrote them before m003
+    insert = (
+        "INSERT INTO messages (session, turn_id, role, content, created_at) "
+        "VALUES ('s', 't1', ?, ?, 0)"
+    )
+    old.write_many(
+        [
+            ("INSERT INTO sessions (id, created_at, updated_at, turns) VALUES ('s', 0, 0, 1)", ()),
+            (insert, ("user", "hi")),
+            (insert, ("assistant", "hello")),
+            ("UPDATE sessions SET extracted_through = 2 WHERE id = 's'", ()),
+        ]
+    )
     before = old.query("SELECT id, role, content FROM messages ORDER BY id")
     old.close()
 
