@@ -11,13 +11,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import polling
 import pytest
 from fake_openai import FakeOpenAI, calls, completion, delay
 
@@ -32,15 +32,7 @@ prompt = "remember that the inbox received {title}"
 
 
 def wait_for(check: Callable[[], Any], what: str, timeout_s: float = WAIT_S) -> Any:
-    """Poll until `check()` returns something truthy; fail naming `what` at the deadline."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.25)
+    return polling.wait_for(check, what, timeout_s, interval_s=0.25)
 
 
 def make_vault(target: Path) -> Path:

@@ -8,7 +8,6 @@ import json
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from polling import wait_for
 
 from assistant.client import ROUTES, DaemonClient, data_home, discover, published
 from assistant.commands import CommandError
@@ -36,15 +36,6 @@ from assistant.model import ModelReply
 from memory.db import Database
 
 WAIT_S = 60.0
-
-
-def wait_for(check: Callable[[], Any], what: str, timeout_s: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while not (value := check()):
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.05)
-    return value
 
 
 # -- the work queue (D4) -----------------------------------------------------------------------

@@ -4,10 +4,10 @@ made them, and on disk by their deadline without help."""
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 
 import pytest
+from polling import wait_for
 
 from memory.db import Database
 from memory.errors import StorageError
@@ -46,11 +46,7 @@ def test_this_process_reads_what_it_deferred(tmp_path: Path) -> None:
 def test_the_flusher_commits_by_the_deadline_without_another_write(tmp_path: Path) -> None:
     database = _database(tmp_path)
     database.defer([(INSERT, ["alone"])], within_s=0.05)
-    for _ in range(500):  # liveness, not timing: a generous cap
-        if _on_disk(tmp_path) == ["alone"]:
-            break
-        time.sleep(0.02)
-    assert _on_disk(tmp_path) == ["alone"]
+    wait_for(lambda: _on_disk(tmp_path) == ["alone"], "the flusher to commit the row")
     database.close()
 
 

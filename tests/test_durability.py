@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from polling import wait_for
 
 from assistant.testing import ScriptedModel, calls, text
 from tools.base import ToolContext, tool
@@ -161,17 +162,6 @@ def test_a_turn_that_fails_unexpectedly_keeps_the_steps_it_ran(
     assert [role for role, _ in _on_disk(home, "s")] == ["user", "assistant", "tool"]
 
 
-def _wait_for(condition: Any, what: str) -> None:
-    """Poll until `condition()` holds: a liveness check, with a generous cap."""
-    import time
-
-    for _ in range(500):
-        if condition():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"never happened: {what}")
-
-
 def test_a_waiting_turn_reaches_disk_on_its_own_deadline(
     make_assistant: Any, tmp_path: Path
 ) -> None:
@@ -185,7 +175,7 @@ def test_a_waiting_turn_reaches_disk_on_its_own_deadline(
         return {"word": word}
 
     def slow_second_request(messages: Any, tools: Any) -> Any:
-        _wait_for(
+        wait_for(
             lambda: [r for r, _ in _on_disk(home, "s")] == ["user", "assistant", "tool"],
             "the user's message and the read-only step on disk while the model thinks",
         )
