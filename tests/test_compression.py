@@ -631,6 +631,16 @@ def long_summary(previous: str | None, messages: list[Message]) -> str:
     return "\n".join(f"- fact {i}: the user said something worth keeping" for i in range(400))
 
 
+def _fold_with_cap(database, working, shrink):
+    """13 turns folded by a summariser that ignores the 100-token cap."""
+    compressor = SessionCompressor(
+        database, working, long_summary, CompressionPolicy(summary_max_tokens=100), shrink=shrink
+    )
+    for n in range(1, 14):
+        simple_turn(database, working, "s", n)
+    return compressor, compressor.maybe_compress("s")
+
+
 def test_a_summary_over_its_cap_is_rewritten_by_the_summariser(database, working) -> None:
     asked: list[tuple[str, int]] = []
 
@@ -638,13 +648,7 @@ def test_a_summary_over_its_cap_is_rewritten_by_the_summariser(database, working
         asked.append((text, max_tokens))
         return "- the user asked for sums; all were answered"
 
-    compressor = SessionCompressor(
-        database, working, long_summary, CompressionPolicy(summary_max_tokens=100), shrink=shrink
-    )
-    for n in range(1, 14):
-        simple_turn(database, working, "s", n)
-
-    outcome = compressor.maybe_compress("s")
+    compressor, outcome = _fold_with_cap(database, working, shrink)
 
     assert outcome is not None and not outcome.failed and outcome.shortened == "rewritten"
     assert asked == [(long_summary(None, []), 100)]
@@ -664,13 +668,7 @@ def _broken(text: str, max_tokens: int) -> str:
 def test_a_summary_still_over_its_cap_is_cut_to_it_keeping_the_newest(
     database, working, shrink
 ) -> None:
-    compressor = SessionCompressor(
-        database, working, long_summary, CompressionPolicy(summary_max_tokens=100), shrink=shrink
-    )
-    for n in range(1, 14):
-        simple_turn(database, working, "s", n)
-
-    outcome = compressor.maybe_compress("s")
+    compressor, outcome = _fold_with_cap(database, working, shrink)
 
     assert outcome is not None and not outcome.failed and outcome.shortened == "trimmed"
     latest = compressor.latest("s")
