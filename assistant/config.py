@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from assistant.errors import ConfigError
-from memory.compression import CompressionSettings
+from memory.compression_settings import CompressionSettings
 
 CONFIG_FILE_NAME = "config.toml"
 
@@ -60,7 +60,7 @@ class ModelSettings(_Section):
 
 class MemorySettings(CompressionSettings, _Section):
     """Long-term memory, its vector index and session compression (SPEC M2-M8); the
-    compression knobs are declared once, in `memory.compression.CompressionSettings`."""
+    compression knobs are declared once, in `memory.compression_settings`."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 

@@ -16,12 +16,8 @@ from pydantic import ValidationError
 
 from assistant.config import MemorySettings, Settings
 from assistant.model import ChatModel, Message
-from memory.compression import (
-    CompressionPolicy,
-    CompressionSettings,
-    SessionCompressor,
-    extractive_summary,
-)
+from memory.compression import CompressionPolicy, SessionCompressor, extractive_summary
+from memory.compression_settings import CompressionSettings
 from memory.conclusions import Conclusion, ConclusionStore
 from memory.db import Database
 from memory.extraction import Candidate, Extracted, from_user_message

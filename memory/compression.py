@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import sqlite_utils
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict
 
+from memory.compression_settings import CompressionSettings
 from memory.db import Database, Migrations
 from memory.redact import Redactor
 from memory.tokens import estimate_message_tokens, estimate_tokens
@@ -171,32 +172,6 @@ def _without_ids(messages: Iterable[Message]) -> list[Message]:
 
 
 # -- policy, records, results -------------------------------------------------------------
-
-
-class CompressionSettings(BaseModel):
-    """The compression knobs (SPEC M2 defaults): one declaration for the `[memory]`
-    section of the configuration, which inherits them, and for the policy below."""
-
-    compress_after_turns: int = Field(
-        12, ge=2, description="Fold when more user turns than this are verbatim."
-    )
-    keep_turns: int = Field(4, ge=1, description="User turns that stay verbatim after folding.")
-    token_budget: int = Field(
-        6000, ge=100, description="Estimated tokens of the unfolded history (as sent) to fold past."
-    )
-    mask_after_turns: int = Field(
-        4, ge=1, description="Turns whose tool results are sent in full; older ones as stubs."
-    )
-    mask_preview_chars: int = Field(200, ge=0, description="Characters of a result in its stub.")
-    older_turns_tokens: int = Field(
-        400,
-        ge=0,
-        description="Tokens for unfolded turns older than mask_after_turns, stubs included; "
-        "past it the oldest are sent as request and answer only.",
-    )
-    summary_max_tokens: int = Field(
-        500, ge=50, description="Cap on the running summary; past it the summariser shortens it."
-    )
 
 
 class CompressionPolicy(CompressionSettings):
