@@ -366,9 +366,10 @@ class ConclusionStore:
                 old = Conclusion.from_row(rows[0])
                 return old, self._restate_or_supersede(old, text, subject)
         where, params = "o.status = 'active' AND o.kind = ?", [kind]
-        for hit in self.index.search(text, 3, where=where, params=params):
-            found = self.get(hit.id)
-            if found is not None and _normalised(found.text) == _normalised(text):
+        for found in self._get_many(
+            hit.id for hit in self.index.search(text, 3, where=where, params=params)
+        ).values():
+            if _normalised(found.text) == _normalised(text):
                 return found, "restate"
         candidates = []
         similar = self.index.similar(text, CANDIDATES, where="o.status = 'active'")
