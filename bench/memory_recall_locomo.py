@@ -86,9 +86,6 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 
 KS = (1, 5, 10)
 TOP_K = max(KS)
 EMBED_BATCH = 500
-CONTEXT_BEFORE = 2  # full-text context: turns before ...
-CONTEXT_AFTER = 1  # ... and after, same session
-VECTOR_CONTEXT_BEFORE = 1  # context vectors: the turn with the turn(s) before it
 _EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
 
 migrations = Migrations("locomo_bench")
