@@ -7,7 +7,7 @@ something was there. Patterns are data: callers add their own.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 DEFAULT_PATTERNS: dict[str, str] = {
@@ -70,16 +70,25 @@ class Redactor:
         """Redact every string inside a JSON-like value (a copy; the value is not changed)."""
         if isinstance(value, str):
             return self.text(value)
-        if isinstance(value, dict):
-            return dict(zip(value.keys(), self._items(value.values()), strict=True))
-        if isinstance(value, list | tuple):
-            return self._items(value)
-        return value
-
-    def _items(self, items: Iterable[Any]) -> list[Any]:
-        """Leaves are handled here, not by a call each: this walks every trace row."""
+        # leaves are handled inline, not by a call each (this walks every trace row; a
+        # shared helper for the two comprehensions measured twice as slow)
         text = self.text
-        return [
-            text(item) if type(item) is str else item if type(item) in _SCALARS else self.data(item)
-            for item in items
-        ]
+        if isinstance(value, dict):
+            return {
+                key: text(item)
+                if type(item) is str
+                else item
+                if type(item) in _SCALARS
+                else self.data(item)
+                for key, item in value.items()
+            }
+        if isinstance(value, list | tuple):
+            return [
+                text(item)
+                if type(item) is str
+                else item
+                if type(item) in _SCALARS
+                else self.data(item)
+                for item in value
+            ]
+        return value
