@@ -1,9 +1,13 @@
 """Traces (SPEC T1-T3): every turn, request, reply and tool call, in SQLite.
 
-A request stores only the messages added since the previous request of the same turn
-(plus how many came before, `prefix_count`), so a long turn does not store its history
-over and over: request k's messages are the new ones of requests 0..k. Everything is
-redacted first.
+A turn is one row; its requests and tool calls are JSON arrays in it (`request_log`,
+`call_log`), so a fast turn writes one trace row, not one per request and per call (a
+commit costs by the b-tree pages it writes). A request stores only the messages added since
+the previous request of the same turn (plus how many came before, `prefix_count`), so a
+long turn does not store its history over and over: request k's messages are the new ones
+of requests 0..k. Everything is redacted first. The arrays are plain JSON, open to SQL:
+
+    SELECT t.id, json_extract(c.value, '$.tool') FROM turns t, json_each(t.call_log) c
 """
 
 from __future__ import annotations
@@ -11,8 +15,9 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
 import sqlite_utils
@@ -23,7 +28,7 @@ from assistant.model import Message, ModelReply
 from assistant.outcome import TurnOutcome
 from memory.db import Database, Migrations, Statement
 from memory.errors import StorageError
-from memory.jsontext import dumps
+from memory.jsontext import dumps, with_members
 from memory.redact import Redactor
 from memory.working import WorkingMemory
 from tools.runner import CallOutcome
@@ -64,6 +69,92 @@ def m002_turns_in_insertion_order(db: sqlite_utils.Database) -> None:
     db.execute("DROP INDEX IF EXISTS turns_by_start")
 
 
+@migrations
+def m003_one_row_per_turn(db: sqlite_utils.Database) -> None:
+    """Requests and tool calls move into their turn's row as JSON arrays: a fast turn then
+    writes one trace row instead of five, and two b-trees fewer per commit. Every old row
+    is carried over (a request or call whose turn row is missing gets one) before the old
+    tables go."""
+    db.execute("ALTER TABLE turns ADD COLUMN request_log TEXT NOT NULL DEFAULT '[]'")
+    db.execute("ALTER TABLE turns ADD COLUMN call_log TEXT NOT NULL DEFAULT '[]'")
+    traced = db.execute(
+        "SELECT turn_id FROM requests UNION SELECT turn_id FROM tool_calls"
+    ).fetchall()
+    for (turn_id,) in traced:
+        requests = [
+            _old_request(row)
+            for row in _rows(db, "SELECT * FROM requests WHERE turn_id = ? ORDER BY idx", turn_id)
+        ]
+        calls = [
+            _old_call(row)
+            for row in _rows(
+                db, "SELECT * FROM tool_calls WHERE turn_id = ? ORDER BY rowid", turn_id
+            )
+        ]
+        db.execute("INSERT OR IGNORE INTO turns (id) VALUES (?)", [turn_id])
+        db.execute(
+            "UPDATE turns SET request_log = ?, call_log = ? WHERE id = ?",
+            [dumps(requests), dumps(calls), turn_id],
+        )
+    db.execute("DROP TABLE requests")
+    db.execute("DROP TABLE tool_calls")
+
+
+def _rows(db: sqlite_utils.Database, sql: str, turn_id: str) -> Iterator[dict[str, Any]]:
+    cursor = db.execute(sql, [turn_id])
+    keys = [column[0] for column in cursor.description]
+    return (dict(zip(keys, row, strict=True)) for row in cursor)
+
+
+def _loads(text: str | None) -> Any:
+    return json.loads(text) if text else None
+
+
+def _old_request(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **{key: value for key, value in row.items() if key != "turn_id"},
+        "new_messages": _loads(row["new_messages"]) or [],
+        "tools": _loads(row["tools"]) or [],
+        "reply": _loads(row["reply"]),
+    }
+
+
+_CALL_FLAGS = ("truncated", "cached", "repaired", "executed", "read_only", "dangerous")
+
+
+def _old_call(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **{key: value for key, value in row.items() if key != "turn_id"},
+        **{flag: bool(row[flag]) for flag in _CALL_FLAGS if row[flag] is not None},
+        "arguments": _loads(row["arguments"]),
+        "result": _loads(row["result"]),
+    }
+
+
+# a turn row's columns: known when it starts, set when it ends, growing while it runs
+_STARTED = ("id", "session", "model", "started_at", "user_input", "trigger")
+_FINISHED = (
+    "finished_at",
+    "answer",
+    "stop_reason",
+    "stop_detail",
+    "error_code",
+    "requests",
+    "prompt_tokens",
+    "completion_tokens",
+    "usage_estimated",
+    "grounding",
+)
+_LOGS = ("request_log", "call_log")
+_SAVE_TURN = (
+    f"INSERT INTO turns ({', '.join(_STARTED + _FINISHED + _LOGS)}) "
+    f"VALUES ({', '.join('?' * len(_STARTED + _FINISHED + _LOGS))}) "
+    "ON CONFLICT (id) DO UPDATE SET "
+    + ", ".join(f"{column} = excluded.{column}" for column in _FINISHED + _LOGS)
+)
+_UNFINISHED = (None,) * len(_FINISHED)
+
+
 class TraceStore:
     def __init__(self, database: Database, redactor: Redactor | None = None) -> None:
         self.database = database
@@ -82,29 +173,10 @@ class TraceStore:
         if not rows:
             return None
         turn = rows[0]
-        turn["grounding"] = json.loads(turn["grounding"]) if turn["grounding"] else None
-        turn["trigger"] = json.loads(turn["trigger"]) if turn["trigger"] else None
-        turn["requests"] = [
-            {
-                **row,
-                "new_messages": json.loads(row["new_messages"]),
-                "tools": json.loads(row["tools"]),
-                "reply": json.loads(row["reply"]) if row["reply"] else None,
-            }
-            for row in self.database.query(
-                "SELECT * FROM requests WHERE turn_id = ? ORDER BY idx", [turn_id]
-            )
-        ]
-        turn["tool_calls"] = [
-            {
-                **row,
-                "arguments": json.loads(row["arguments"]) if row["arguments"] else None,
-                "result": json.loads(row["result"]) if row["result"] else None,
-            }
-            for row in self.database.query(
-                "SELECT * FROM tool_calls WHERE turn_id = ? ORDER BY rowid", [turn_id]
-            )
-        ]
+        turn["grounding"] = _loads(turn["grounding"])
+        turn["trigger"] = _loads(turn["trigger"])
+        turn["requests"] = json.loads(turn.pop("request_log"))
+        turn["tool_calls"] = json.loads(turn.pop("call_log"))
         return turn
 
 
@@ -115,10 +187,11 @@ class Recorder(TurnRecorder):
     assistant message that asks for tools that may change something is on disk before
     they run, and their results as soon as they are back; everything is on disk before a
     request to a remote model (the network hides the commit) and when the turn ends.
-    Otherwise (an in-process model) the user's message, read-only steps and trace rows
-    are deferred to the next commit, which the database makes within `unsaved_s` at the
+    Otherwise (an in-process model) the user's message, read-only steps and the trace are
+    deferred to the next commit, which the database makes within `unsaved_s` at the
     latest, so a crash can lose at most that much work, never a step that changed
-    something.
+    something. The turn's trace row is queued once and built as it is committed, so it
+    carries every change made until then.
     """
 
     def __init__(
@@ -139,9 +212,36 @@ class Recorder(TurnRecorder):
         self.turn: Turn | None = None
         self._sent = 0
         self._last_reply: tuple[Message, str] | None = None
+        # the trace row: read by the database's flusher thread, hence the lock
+        self._row_lock = threading.Lock()
+        self._row_queued = False
+        self._start: tuple[object, ...] = ()
+        self._finish: tuple[object, ...] = _UNFINISHED
+        self._requests: list[str] = []
+        self._calls: list[str] = []
 
     def _defer(self, *statements: Statement) -> None:
         self.db.defer(statements, self.unsaved_s)
+
+    def _trace_changed(self, *statements: Statement) -> None:
+        """Defer `statements`, and the turn's row unless it is queued already."""
+        with self._row_lock:
+            queued, self._row_queued = self._row_queued, True
+        if not queued:
+            statements = (*statements, (_SAVE_TURN, self._turn_row))
+        if statements:
+            self._defer(*statements)
+
+    def _turn_row(self) -> tuple[object, ...]:
+        """The row's values as the database commits it (maybe on its flusher thread)."""
+        with self._row_lock:
+            self._row_queued = False
+            return (
+                *self._start,
+                *self._finish,
+                f"[{','.join(self._requests)}]",
+                f"[{','.join(self._calls)}]",
+            )
 
     def save_what_ran(self) -> None:
         """The turn failed unexpectedly: commit what it produced before it failed."""
@@ -152,25 +252,19 @@ class Recorder(TurnRecorder):
 
     def turn_started(self, turn: Turn) -> None:
         self.turn = turn
+        self._start = (
+            turn.turn_id,
+            turn.session,
+            getattr(turn.model, "name", type(turn.model).__name__),
+            time.time(),
+            self.redact.text(turn.user_text),
+            dumps(self.trigger) if self.trigger else None,
+        )
         statements: list[Statement] = []
         if self.working is not None:
             user = {"role": "user", "content": turn.user_text}
             statements = self.working.start_turn_statements(turn.session, turn.turn_id, user)
-        statements.append(
-            (
-                "INSERT INTO turns (id, session, model, started_at, user_input, trigger) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    turn.turn_id,
-                    turn.session,
-                    getattr(turn.model, "name", type(turn.model).__name__),
-                    time.time(),
-                    self.redact.text(turn.user_text),
-                    dumps(self.trigger) if self.trigger else None,
-                ),
-            )
-        )
-        self._defer(*statements)
+        self._trace_changed(*statements)
 
     def messages(self, messages: Sequence[Message], *, durable: bool = False) -> None:
         if self.working is None or self.turn is None:
@@ -199,7 +293,6 @@ class Recorder(TurnRecorder):
         error: ModelError | None,
         duration_ms: float,
     ) -> None:
-        assert self.turn is not None
         prefix = self._sent if index else 0
         sent = list(messages[prefix:])
         self._sent = len(messages)
@@ -210,95 +303,85 @@ class Recorder(TurnRecorder):
             del sent[0]
         parts.extend(dumps(m) for m in self.redact.data(sent))
         reply_message = reply.as_message() if reply else None
-        reply_json = dumps(self.redact.data(reply_message)) if reply_message else None
+        reply_json = dumps(self.redact.data(reply_message)) if reply_message else "null"
         self._last_reply = (reply_message, reply_json) if reply_message else None
         usage = reply.usage if reply else None
-        self._defer(
-            (
-                "INSERT INTO requests (turn_id, idx, prefix_count, new_messages, tools, reply, "
-                "error, duration_ms, prompt_tokens, completion_tokens) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    self.turn.turn_id,
-                    index,
-                    prefix,
-                    f"[{','.join(parts)}]",
-                    dumps(list(tools)),
-                    reply_json,
-                    f"{error.code}: {error}" if error else None,
-                    duration_ms,
-                    usage.prompt_tokens if usage else None,
-                    usage.completion_tokens if usage else None,
-                ),
-            )
+        entry = with_members(
+            dumps(
+                {
+                    "idx": index,
+                    "prefix_count": prefix,
+                    "tools": list(tools),
+                    "error": f"{error.code}: {error}" if error else None,
+                    "duration_ms": duration_ms,
+                    "prompt_tokens": usage.prompt_tokens if usage else None,
+                    "completion_tokens": usage.completion_tokens if usage else None,
+                }
+            ),
+            new_messages=f"[{','.join(parts)}]",
+            reply=reply_json,
         )
+        with self._row_lock:
+            self._requests.append(entry)
+        self._trace_changed()
 
     def tool_results(self, request_index: int, outcomes: Sequence[CallOutcome]) -> None:
-        assert self.turn is not None
-        insert = (
-            "INSERT INTO tool_calls (turn_id, request_idx, call_id, tool, version, "
-            "arguments_raw, arguments, status, result, content, truncated, cached, "
-            "repaired, executed, duration_ms, read_only, dangerous, failure_detail) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        )
-        self._defer(
-            *(
-                (
-                    insert,
-                    (
-                        self.turn.turn_id,
-                        request_index,
-                        o.call_id,
-                        o.name,
-                        o.version,
-                        self.redact.text(o.arguments_raw),
-                        dumps(self.redact.data(o.arguments)) if o.arguments is not None else None,
-                        o.status,
-                        dumps(self.redact.data(o.result)),
-                        self.redact.text(o.content),
-                        o.truncated,
-                        o.cached,
-                        o.repaired,
-                        o.executed,
-                        o.duration_ms,
-                        o.read_only,
-                        o.dangerous,
-                        o.failure_detail,
-                    ),
-                )
-                for o in outcomes
+        redact = self.redact
+        entries = [
+            dumps(
+                {
+                    "request_idx": request_index,
+                    "call_id": o.call_id,
+                    "tool": o.name,
+                    "version": o.version,
+                    "arguments_raw": redact.text(o.arguments_raw),
+                    "arguments": redact.data(o.arguments),
+                    "status": o.status,
+                    "result": redact.data(o.result),
+                    "content": redact.text(o.content),
+                    "truncated": o.truncated,
+                    "cached": o.cached,
+                    "repaired": o.repaired,
+                    "executed": o.executed,
+                    "duration_ms": o.duration_ms,
+                    "read_only": o.read_only,
+                    "dangerous": o.dangerous,
+                    "failure_detail": o.failure_detail,
+                }
             )
-        )
+            for o in outcomes
+        ]
+        with self._row_lock:
+            self._calls.extend(entries)
+        self._trace_changed()
 
     def turn_finished(self, outcome: TurnOutcome) -> None:
+        """The answer and the whole trace are on disk before the caller gets the answer."""
         grounding = outcome.grounding
         finish = (
-            "UPDATE turns SET finished_at = ?, answer = ?, stop_reason = ?, stop_detail = ?, "
-            "error_code = ?, requests = ?, prompt_tokens = ?, completion_tokens = ?, "
-            "usage_estimated = ?, grounding = ? WHERE id = ?",
-            (
-                time.time(),
-                self.redact.text(outcome.answer),
-                outcome.stop_reason.value,
-                outcome.stop_detail,
-                outcome.error_code,
-                outcome.requests,
-                outcome.usage.prompt_tokens,
-                outcome.usage.completion_tokens,
-                outcome.usage.estimated,
-                dumps(
-                    {
-                        "mismatches": grounding.mismatches,
-                        "corrected": grounding.corrected,
-                        "original_answer": grounding.original_answer,
-                    }
-                )
-                if grounding
-                else None,
-                outcome.turn_id,
-            ),
+            time.time(),
+            self.redact.text(outcome.answer),
+            outcome.stop_reason.value,
+            outcome.stop_detail,
+            outcome.error_code,
+            outcome.requests,
+            outcome.usage.prompt_tokens,
+            outcome.usage.completion_tokens,
+            outcome.usage.estimated,
+            dumps(
+                {
+                    "mismatches": grounding.mismatches,
+                    "corrected": grounding.corrected,
+                    "original_answer": grounding.original_answer,
+                }
+            )
+            if grounding
+            else None,
         )
-        self.db.write_many([finish])
+        with self._row_lock:
+            self._finish = finish
+        self._trace_changed()
+        self.db.flush()
 
 
 def print_messages(messages: Sequence[Message], index: int, stream: TextIO = sys.stderr) -> None:

@@ -71,7 +71,11 @@ def describe_sqlite_error(path: Path, exc: BaseException) -> str:
     return f"{path}: {text}"
 
 
-Statement = tuple[str, Sequence[object]]
+# Parameters may be a function that supplies them when the statement is committed: a row
+# that keeps changing while it waits in the queue (a turn's trace) is then written once,
+# with its latest state.
+Params = Sequence[object] | Callable[[], Sequence[object]]
+Statement = tuple[str, Params]
 
 
 class OwnedLock:
@@ -152,7 +156,8 @@ class Database:
                 with self.db.conn:
                     lastrowid = 0
                     for sql, params in (*deferred, *statements):
-                        lastrowid = self.db.conn.execute(sql, params).lastrowid or lastrowid
+                        values = params() if callable(params) else params
+                        lastrowid = self.db.conn.execute(sql, values).lastrowid or lastrowid
                     return lastrowid
             except sqlite3.Error as exc:
                 self._requeue(deferred)
@@ -181,9 +186,11 @@ class Database:
                 self._wake.notify()
 
     def flush(self) -> None:
-        """Commit the deferred statements now."""
-        if self._deferred:
-            self.write_many(())
+        """Commit the deferred statements now: on return, every statement deferred before
+        the call is on disk, including any the flusher thread is committing meanwhile."""
+        with self.lock:
+            if self._deferred:
+                self.write_many(())
 
     def _take_deferred(self) -> list[Statement]:
         with self._queue_lock:

@@ -24,3 +24,10 @@ def dumps(value: Any, *, sort_keys: bool = False) -> str:
         return json.dumps(
             value, ensure_ascii=False, default=str, separators=(",", ":"), sort_keys=sort_keys
         )
+
+
+def with_members(json_object: str, **members: str) -> str:
+    """Add members whose values are JSON text already to a serialised, non-empty object:
+    text written once (a message, a reply) is reused, not parsed and written again."""
+    extra = ",".join(f'"{name}":{text}' for name, text in members.items())
+    return f"{json_object[:-1]},{extra}}}"

@@ -152,7 +152,9 @@ def test_old_tool_results_reach_the_model_as_stubs_never_orphaned(
     stored = [r for r in assistant.working.rows("w") if r["tool_call_id"] == elided_id]
     assert len(stored) == 1 and json.loads(stored[0]["content"])["rows"]
     traced = assistant.database.query(
-        "SELECT content FROM tool_calls WHERE call_id = ?", [elided_id]
+        "SELECT json_extract(c.value, '$.content') AS content FROM turns t, "
+        "json_each(t.call_log) c WHERE json_extract(c.value, '$.call_id') = ?",
+        [elided_id],
     )
     assert traced and json.loads(traced[0]["content"])["rows"]
 

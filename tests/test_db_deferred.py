@@ -4,6 +4,7 @@ made them, and on disk by their deadline without help."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -72,4 +73,40 @@ def test_zero_deadline_writes_at_once(tmp_path: Path) -> None:
     database = _database(tmp_path)
     database.defer([(INSERT, ["now"])], within_s=0)
     assert _on_disk(tmp_path) == ["now"]
+    database.close()
+
+
+def test_a_statement_can_take_its_values_when_it_is_committed(tmp_path: Path) -> None:
+    """A row that keeps changing while it waits is written once, as it is at the commit."""
+    database = _database(tmp_path)
+    state = {"text": "draft"}
+    database.defer([(INSERT, lambda: [state["text"]])], within_s=3600)
+    state["text"] = "final"
+    database.flush()
+    assert _on_disk(tmp_path) == ["final"]
+    database.close()
+
+
+def test_flush_returns_only_once_a_commit_in_progress_is_on_disk(tmp_path: Path) -> None:
+    """The flusher may have taken the queue already: flush still waits for its commit,
+    so what a caller flushed (an answer it is about to acknowledge) is on disk."""
+    database = _database(tmp_path)
+    building, release = threading.Event(), threading.Event()
+
+    def values() -> list[str]:
+        building.set()
+        release.wait(timeout=30)
+        return ["answer"]
+
+    database.defer([(INSERT, values)], within_s=0.01)
+    wait_for(building.is_set, "the flusher to start committing")
+    seen_after_flush: list[list[str]] = []
+    caller = threading.Thread(
+        target=lambda: (database.flush(), seen_after_flush.append(_on_disk(tmp_path)))
+    )
+    caller.start()
+    caller.join(timeout=0.5)  # a flush that did not wait would be done by now
+    release.set()
+    caller.join(timeout=30)
+    assert seen_after_flush == [["answer"]]
     database.close()

@@ -213,11 +213,11 @@ def test_every_stored_row_points_at_an_existing_parent(make_assistant: Any, tmp_
     assistant.close()
     with sqlite3.connect(home / "assistant.db") as conn:
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
-        counts = {
-            table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-            for table in ("turns", "requests", "tool_calls", "messages")
-        }
-    assert counts == {"turns": 2, "requests": 4, "tool_calls": 3, "messages": 9}
+        counts = conn.execute(
+            "SELECT count(*), sum(json_array_length(request_log)), "
+            "sum(json_array_length(call_log)), (SELECT count(*) FROM messages) FROM turns"
+        ).fetchone()
+    assert counts == (2, 4, 3, 9)  # turns, requests, tool calls, messages
 
 
 def test_the_last_turn_is_the_newest_overall_and_per_session(

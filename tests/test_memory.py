@@ -107,7 +107,9 @@ def test_secrets_never_reach_the_store(assistant: Assistant) -> None:
     stored = " ".join(row["text"] for row in rows)
     assert "sk-live-abcdefghijklmnopqrstu" not in stored and "a@b.io" not in stored
     assert "[REDACTED:api_key]" in stored
-    traces = json.dumps(assistant.database.query("SELECT * FROM tool_calls"))
+    turns = assistant.database.query("SELECT request_log, call_log FROM turns")
+    assert any(json.loads(turn["call_log"]) for turn in turns)  # the remembering is traced
+    traces = " ".join(turn["request_log"] + turn["call_log"] for turn in turns)
     assert "sk-live-abcdefghijklmnopqrstu" not in traces
 
 
