@@ -168,7 +168,7 @@ def run_turn(turn: Turn) -> TurnOutcome:
             # a call that may change something is on disk before it runs, its result as
             # soon as it is back; read-only steps may ride with the next commit (M1)
             effects = any(c.has_effects for c in calls)
-            state.append(reply.as_message(), durable=effects)
+            state.append(reply.message, durable=effects)
             refusals = [reason for call in calls if (reason := budget.admit(call))]
             outcomes = turn.runner.run(calls, state.context_for, budget.deadline)
             state.append(

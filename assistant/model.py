@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
 
 Message = dict[str, Any]
@@ -45,7 +46,9 @@ class ModelReply:
     usage: Usage = field(default_factory=Usage)
     finish_reason: str | None = None
 
-    def as_message(self) -> Message:
+    @cached_property
+    def message(self) -> Message:
+        """The reply as a chat message, built once: the loop and its trace share it."""
         message: Message = {"role": "assistant", "content": self.content}
         if self.tool_calls:
             message["tool_calls"] = [call.as_message_part() for call in self.tool_calls]

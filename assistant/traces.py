@@ -298,11 +298,11 @@ class Recorder(TurnRecorder):
         self._sent = len(messages)
         parts = []
         # the model's previous reply opens this request's new messages: reuse its JSON
-        if sent and self._last_reply is not None and sent[0] == self._last_reply[0]:
+        if sent and self._last_reply is not None and sent[0] is self._last_reply[0]:
             parts.append(self._last_reply[1])
             del sent[0]
         parts.extend(dumps(m) for m in self.redact.data(sent))
-        reply_message = reply.as_message() if reply else None
+        reply_message = reply.message if reply else None
         reply_json = dumps(self.redact.data(reply_message)) if reply_message else "null"
         self._last_reply = (reply_message, reply_json) if reply_message else None
         usage = reply.usage if reply else None

@@ -25,20 +25,21 @@ def add(a: int, b: int) -> dict[str, int]:
 ROUNDS = {"a": [1], "b": [5], "c": [1] * 8}
 
 
-def _looping_model(pattern: list[int]) -> Callable[..., ModelReply]:
-    """Replies by position in the turn: the scripted calls, then a final answer."""
+class _ScriptedModel:
+    """Replies by step, as the peers' test models do: the scripted calls, then a final
+    answer; fresh reply objects each time. `run` rewinds it at the start of every turn."""
 
-    class Model:
-        name = "zero-latency"
+    name = "zero-latency"
 
-        def complete(self, messages: list[Message], tools: object, **_: object) -> ModelReply:
-            user_index = max(i for i, m in enumerate(messages) if m["role"] == "user")
-            done = sum(1 for m in messages[user_index:] if m.get("tool_calls"))
-            if done < len(pattern):
-                return calls(*[("add", {"a": done, "b": n}) for n in range(pattern[done])])
-            return text("done")
+    def __init__(self, pattern: list[int]) -> None:
+        self.pattern = pattern
+        self.step = 0
 
-    return Model()
+    def complete(self, messages: list[Message], tools: object, **_: object) -> ModelReply:
+        step, self.step = self.step, self.step + 1
+        if step < len(self.pattern):
+            return calls(*[("add", {"a": step, "b": n}) for n in range(self.pattern[step])])
+        return text("done")
 
 
 def make_turn(
@@ -49,11 +50,14 @@ def make_turn(
     settings = load_settings({"ASSISTANT_HOME": str(home)})
     settings.loop.max_requests = 12
     settings.memory.enabled = False  # long-term recall is measured in bench/memory_scale.py
-    assistant = Assistant(settings, model=_looping_model(ROUNDS[scenario]), tools=[add])
+    model = _ScriptedModel(ROUNDS[scenario])
+    assistant = Assistant(settings, model=model, tools=[add])
     counter = itertools.count()
 
     def run() -> None:
+        model.step = 0
         outcome = assistant.ask("add things", session=f"bench-{next(counter)}")
         assert outcome.stop_reason.value == "final", outcome.stop_reason
+        assert len(outcome.tool_calls) == sum(ROUNDS[scenario]), outcome.tool_calls
 
     return run, assistant.close

@@ -48,10 +48,7 @@ class PreparedCall:
     repaired: bool = False
     error: ToolError | None = None
     idempotency_key: str = ""
-
-    @property
-    def arguments(self) -> dict[str, Any] | None:
-        return self.args.model_dump(mode="json") if self.args is not None else None
+    arguments: dict[str, Any] | None = None  # the validated arguments, as JSON values
 
     @property
     def has_effects(self) -> bool:
@@ -148,6 +145,7 @@ class ToolRunner:
             return call
         try:
             call.args = call.tool.args_model.model_validate(parsed)
+            call.arguments = call.args.model_dump(mode="json")
         except ValidationError as exc:
             call.error = ToolError(
                 "INVALID_ARGUMENTS",
@@ -171,6 +169,7 @@ class ToolRunner:
         if not raw:
             return {}
         try:
+            # not orjson: it reads an integer past 64 bits as a float, silently rounded
             parsed = json.loads(raw)
         except json.JSONDecodeError as exc:
             parsed = self._repair(raw)
