@@ -116,3 +116,14 @@ def test_old_per_request_rows_are_carried_into_their_turns(tmp_path: Path) -> No
     tables = {row["name"] for row in upgraded.query("SELECT name FROM sqlite_master")}
     assert not tables & {"requests", "tool_calls", "tool_calls_by_turn"}
     upgraded.close()
+
+
+def test_turn_ids_sort_in_the_order_turns_start(monkeypatch: Any) -> None:
+    """New ids land at the end of the id index (a page in memory), not at random pages."""
+    from assistant import loop
+
+    clock = iter([1_700_000_000_000_000_000 + n * 1_000_000 for n in range(50)])
+    monkeypatch.setattr(loop.time, "time_ns", lambda: next(clock))
+    ids = [loop.new_id() for _ in range(50)]
+    assert ids == sorted(ids) and len(set(ids)) == 50
+    assert all(len(i) == len("turn_") + 16 for i in ids)
