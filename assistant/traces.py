@@ -80,7 +80,7 @@ def m003_one_row_per_turn(db: sqlite_utils.Database) -> None:
     traced = db.execute(
         "SELECT turn_id FROM requests UNION SELECT turn_id FROM tool_calls"
     ).fetchall()
-    if len(traced) > 1000:  # about 3 s per 10,000 turns, once
+    if len(traced) > 1000:  # about 4 s per 10,000 turns, once
         log.info("moving the traces of %d turns into one row each (once)", len(traced))
     for (turn_id,) in traced:
         requests = [
