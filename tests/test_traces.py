@@ -8,6 +8,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from older import database_as_of
+
 from assistant import traces
 from assistant.testing import ScriptedModel, calls, text
 from memory.db import Database
@@ -61,11 +63,9 @@ def test_the_row_on_disk_follows_the_turn_while_it_runs(
 
 def test_old_per_request_rows_are_carried_into_their_turns(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
-    old = Database(path)
-    old_steps = traces.Migrations("traces")
-    old_steps(traces.m001_turns_requests_tool_calls)
-    old_steps(traces.m002_turns_in_insertion_order)
-    old.migrate(old_steps)
+    old = database_as_of(
+        path, "traces", traces.m001_turns_requests_tool_calls, traces.m002_turns_in_insertion_order
+    )
     reply = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]}
     old.write_many(
         [

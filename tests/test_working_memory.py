@@ -7,6 +7,7 @@ import logging
 from pathlib import Path
 
 import pytest
+from older import database_as_of
 
 from memory.db import Database
 from memory.tokens import estimate_tokens
@@ -81,11 +82,9 @@ def test_upgrading_an_older_store_keeps_every_session_and_message(tmp_path: Path
     from memory import working
 
     path = tmp_path / "old.db"
-    old = Database(path)
-    old_steps = working.Migrations("working")
-    old_steps(working.m001_sessions_and_messages)
-    old_steps(working.m002_extraction_mark)
-    old.migrate(old_steps)
+    old = database_as_of(
+        path, "working", working.m001_sessions_and_messages, working.m002_extraction_mark
+    )
     # rows as the store wrote them before m003
     insert = (
         "INSERT INTO messages (session, turn_id, role, content, created_at) "
