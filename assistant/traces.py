@@ -17,7 +17,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 import sqlite_utils
@@ -85,12 +85,12 @@ def m003_one_row_per_turn(db: sqlite_utils.Database) -> None:
     for (turn_id,) in traced:
         requests = [
             _old_request(row)
-            for row in _rows(db, "SELECT * FROM requests WHERE turn_id = ? ORDER BY idx", turn_id)
+            for row in db.query("SELECT * FROM requests WHERE turn_id = ? ORDER BY idx", [turn_id])
         ]
         calls = [
             _old_call(row)
-            for row in _rows(
-                db, "SELECT * FROM tool_calls WHERE turn_id = ? ORDER BY rowid", turn_id
+            for row in db.query(
+                "SELECT * FROM tool_calls WHERE turn_id = ? ORDER BY rowid", [turn_id]
             )
         ]
         db.execute("INSERT OR IGNORE INTO turns (id) VALUES (?)", [turn_id])
@@ -100,12 +100,6 @@ def m003_one_row_per_turn(db: sqlite_utils.Database) -> None:
         )
     db.execute("DROP TABLE requests")
     db.execute("DROP TABLE tool_calls")
-
-
-def _rows(db: sqlite_utils.Database, sql: str, turn_id: str) -> Iterator[dict[str, Any]]:
-    cursor = db.execute(sql, [turn_id])
-    keys = [column[0] for column in cursor.description]
-    return (dict(zip(keys, row, strict=True)) for row in cursor)
 
 
 def _loads(text: str | None) -> Any:
