@@ -115,14 +115,14 @@ def measure(scenario: str, rounds: int, slice_ms: float, in_process: bool) -> di
     ours_by_round = [statistics.median(samples) for samples in per_round["ours"]]
     return {
         name: {
-            "median_ms": statistics.median(t for samples in rounds_ for t in samples),
-            "turns": sum(len(samples) for samples in rounds_),
+            "median_ms": statistics.median(t for samples in taken for t in samples),
+            "turns": sum(len(samples) for samples in taken),
             "paired_ratio": statistics.median(
                 statistics.median(samples) / ours
-                for samples, ours in zip(rounds_, ours_by_round, strict=True)
+                for samples, ours in zip(taken, ours_by_round, strict=True)
             ),
         }
-        for name, rounds_ in per_round.items()
+        for name, taken in per_round.items()
     }
 
 
