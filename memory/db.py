@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import sqlite3
 import threading
 import time
@@ -126,6 +127,8 @@ class Database:
         self._closing = False
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.exists():  # private whatever the umask; SQLite gives -wal/-shm its mode
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
             conn = sqlite3.connect(path, check_same_thread=False, timeout=10.0)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")

@@ -14,6 +14,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from memory.errors import StorageError
+from memory.private import PRIVATE_UMASK, make_private
 
 LOCK_NAME = "assistant.lock"
 PID_NAME = "assistant.pid"
@@ -49,9 +50,23 @@ class DataDirectoryLock:
         self.home = home
         self.role = role
         self._lock = FileLock(str(home / LOCK_NAME), timeout=0)
+        self._umask: int | None = None  # the process umask before this lock made it 077
 
     def acquire(self) -> DataDirectoryLock:
-        self.home.mkdir(parents=True, exist_ok=True)
+        previous = os.umask(PRIVATE_UMASK)
+        try:
+            self._take()
+        except BaseException:
+            os.umask(previous)
+            raise
+        self._umask = previous
+        return self
+
+    def _take(self) -> None:
+        try:
+            make_private(self.home)  # the owner's files are its own (0700 / 0600)
+        except OSError as exc:
+            raise StorageError(f"cannot create the data directory {self.home}: {exc}") from exc
         try:
             self._lock.acquire()
         except Timeout:
@@ -60,14 +75,18 @@ class DataDirectoryLock:
         except OSError as exc:
             raise StorageError(f"cannot lock the data directory {self.home}: {exc}") from exc
         (self.home / PID_NAME).write_text(f"{os.getpid()} {self.role}\n", encoding="utf-8")
-        return self
 
     def release(self) -> None:
-        if self._lock.is_locked:
-            try:
-                (self.home / PID_NAME).unlink(missing_ok=True)
-            finally:
-                self._lock.release()
+        try:
+            if self._lock.is_locked:
+                try:
+                    (self.home / PID_NAME).unlink(missing_ok=True)
+                finally:
+                    self._lock.release()
+        finally:
+            if self._umask is not None:
+                os.umask(self._umask)
+                self._umask = None
 
     @property
     def held(self) -> bool:
