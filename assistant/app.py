@@ -160,6 +160,22 @@ class Assistant:
     def offline(self) -> bool:
         return self.model.name == OFFLINE_MODEL_NAME
 
+    def unattended_run(self, trigger: dict[str, Any] | None) -> tuple[str, tuple[str, ...]]:
+        """Which unattended run a trigger is (`job:NAME`, `watch:RULE`), and the vault
+        folders it may write in: its own scope, else `[safety] write_scope`."""
+        trigger = trigger or {}
+        kind = trigger.get("kind")
+        if kind == "job":
+            origin = f"job:{trigger.get('job')}"
+        elif kind == "file":
+            origin = f"watch:{trigger.get('rule_name') or trigger.get('rule')}"
+        else:
+            origin = str(kind or "unattended")
+        scope = trigger.get("write_scope")
+        if scope is None:
+            scope = self.settings.safety.write_scope
+        return origin, tuple(scope)
+
     def ask(
         self,
         text: str,
@@ -170,6 +186,7 @@ class Assistant:
         unattended: bool = False,
     ) -> TurnOutcome:
         session = session or new_session_id()
+        origin, scope = self.unattended_run(trigger) if unattended else ("", None)
         if self.memory is not None:
             context = self.memory.compressor.context(session)
             history, summary = context.messages, context.summary
@@ -195,6 +212,8 @@ class Assistant:
             temperature=self.settings.model.temperature,
             cancel=cancel,
             unattended=unattended,
+            origin=origin,
+            write_scope=scope,
         )
         try:
             outcome = run_turn(turn)
@@ -212,9 +231,12 @@ class Assistant:
     def reject(self, action_id: str) -> PendingAction:
         return self.pending.reject(action_id)
 
-    def end_session(self, session: str) -> int:
-        """The session is over: keep what it concluded (SPEC M9)."""
-        return self.memory.end_session(session) if self.memory is not None else 0
+    def end_session(self, session: str, *, origin: str | None = None) -> int:
+        """The session is over: keep what it concluded (SPEC M9); `origin` marks what an
+        unattended run (job:NAME, watch:RULE) concluded."""
+        if self.memory is None:
+            return 0
+        return self.memory.end_session(session, origin=origin)
 
     def close(self) -> None:
         try:

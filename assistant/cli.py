@@ -65,6 +65,9 @@ def _parser() -> argparse.ArgumentParser:
     forget = memory_commands.add_parser("forget", help="retire a conclusion")
     forget.add_argument("id")
     forget.add_argument("--json", action="store_true")
+    restore = memory_commands.add_parser("restore", help="bring back a forgotten conclusion")
+    restore.add_argument("id")
+    restore.add_argument("--json", action="store_true")
     memory_commands.add_parser("reindex", help="rebuild the search indexes from SQLite")
     stats = memory_commands.add_parser("stats", help="counts by status and kind")
     stats.add_argument("--json", action="store_true")
@@ -117,6 +120,12 @@ def _parser() -> argparse.ArgumentParser:
     when.add_argument("--every", metavar="DURATION", help="an interval: 30s, 15m, 1h30m, 1d")
     add.add_argument("--prompt", required=True, help="what to ask at each run")
     add.add_argument("--name", help="the job's name (default: a generated one)")
+    add.add_argument(
+        "--write-scope",
+        action="append",
+        metavar="FOLDER",
+        help="a vault folder its runs may write in (repeatable; default: [safety] write_scope)",
+    )
     add.add_argument("--json", action="store_true")
     job_list = job_commands.add_parser("list", help="jobs with next run and last outcome")
     job_list.add_argument("--json", action="store_true")
@@ -145,7 +154,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _print_json(value: Any) -> None:
-    print(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+    from assistant.terminal import json_text
+
+    print(json_text(value))
 
 
 def _emit(args: argparse.Namespace, data: Any, lines: list[str], empty: str = "") -> int:
@@ -233,7 +244,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         try:
             while True:
                 try:
-                    text = input("> ").strip()
+                    text = input("> ").strip()  # a constant prompt: nothing to escape
                 except EOFError:
                     break
                 if not text or text in {"exit", "quit", "/exit", "/quit"}:
@@ -261,8 +272,10 @@ def _offer_confirmations(backend: Backend, outcome: dict[str, Any]) -> None:
         action_id = call["result"]["action_id"]
         if call["result"].get("diff"):
             print(call["result"]["diff"], file=sys.stderr)
-        try:
-            reply = input(f"confirm: {call['result']['would']}? [y/N] ").strip().lower()
+        from assistant.terminal import visible
+
+        try:  # input() may write its prompt straight to the terminal, past sys.stdout
+            reply = input(visible(f"confirm: {call['result']['would']}? [y/N] ")).strip().lower()
         except EOFError:
             reply = ""
         try:
@@ -291,9 +304,16 @@ def _when(epoch: float | None, fmt: str = "%H:%M") -> str:
 
 
 def _action_line(action: dict[str, Any]) -> str:
+    asked_by = f"{action['origin']}, unattended; " if action.get("origin") else ""
+    if action["status"] == "expired":
+        due = f"; expired {_when(action['expires_at'], '%Y-%m-%d %H:%M')}, ask again"
+    elif action["status"] == "pending":
+        due = f"; expires {_when(action['expires_at'])}"
+    else:
+        due = ""
     return (
         f"{action['id']}  {action['status']:<9} {action['summary']}  "
-        f"(from {action['tool']}, {_when(action['created_at'])})"
+        f"({asked_by}from {action['tool']}, {_when(action['created_at'])}{due})"
     )
 
 
@@ -332,9 +352,10 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 def _memory_line(conclusion: dict[str, Any]) -> str:
     day = _when(conclusion["valid_from"], "%Y-%m-%d")
+    stored_by = f", stored by {conclusion['origin']}" if conclusion.get("origin") else ""
     line = (
         f"{conclusion['id']}  [{conclusion['kind']}] {conclusion['text']}  "
-        f"({conclusion['status']}, {day})"
+        f"({conclusion['status']}, {day}{stored_by})"
     )
     score = conclusion.get("score")
     return line + (f"  score {score:.4f}" if score is not None else "")
@@ -365,6 +386,9 @@ def cmd_memory(args: argparse.Namespace) -> int:
     if action == "forget":
         forgotten = _call("memory_forget", id=args.id)
         return _emit(args, forgotten, [f"forgotten: {_memory_line(forgotten)}"])
+    if action == "restore":
+        restored = _call("memory_restore", id=args.id)
+        return _emit(args, restored, [f"restored: {_memory_line(restored)}"])
     if action == "reindex":
         result = _call("memory_reindex")
         print(f"reindexed: {result['added']} conclusions embedded", file=sys.stderr)
@@ -449,7 +473,12 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     action = args.jobs_command
     if action == "add":
         job = _call(
-            "jobs_add", prompt=args.prompt, cron=args.cron, every=args.every, name=args.name
+            "jobs_add",
+            prompt=args.prompt,
+            cron=args.cron,
+            every=args.every,
+            name=args.name,
+            write_scope=args.write_scope,
         )
         return _emit(args, job, [f"added: {_job_line(job)}"])
     if action == "list":
@@ -520,6 +549,17 @@ def _status_lines(data: dict[str, Any]) -> list[str]:
             f"memory: {memory['active']} active, {memory['superseded']} superseded, "
             f"{memory['retired']} retired"
         )
+        origins = data.get("memory_from_unattended") or {}
+        if origins:
+            shown = ", ".join(f"{origin} {count}" for origin, count in origins.items())
+            lines.append(f"  stored by unattended runs: {shown} (assistant memory list)")
+    waiting = data.get("pending") or []
+    open_ = [a for a in waiting if a["status"] == "pending"]
+    lines.append(
+        f"pending: {len(open_)} waiting for your confirmation"
+        + (f", {len(waiting) - len(open_)} expired today" if len(waiting) > len(open_) else "")
+    )
+    lines += ["  " + _action_line(a) for a in waiting]
     lines.append(f"data: {data['data_dir']}")
     return lines
 
@@ -559,6 +599,19 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Everything printed goes through `assistant.terminal.visible`: no control character
+    from a note, a file name or the model reaches the terminal as a command."""
+    from assistant.terminal import VisibleStream
+
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = VisibleStream(sys.stdout), VisibleStream(sys.stderr)  # type: ignore[assignment]
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     logging.basicConfig(

@@ -43,6 +43,7 @@ ROUTES: dict[str, tuple[str, str]] = {
     "memory_reindex": ("POST", "/memory/reindex"),
     "memory_show": ("GET", "/memory/{id}"),
     "memory_forget": ("POST", "/memory/{id}/forget"),
+    "memory_restore": ("POST", "/memory/{id}/restore"),
     "pending": ("GET", "/pending"),
     "confirm": ("POST", "/pending/{id}/confirm"),
     "reject": ("POST", "/pending/{id}/reject"),

@@ -140,6 +140,23 @@ def memory_forget(services: Services, id: str) -> dict[str, Any]:
     return _row(forgotten)
 
 
+def memory_restore(services: Services, id: str) -> dict[str, Any]:
+    """Undo a forget: the retired conclusion is active again."""
+    store = _store(services)
+    restored = store.restore(id)
+    if restored is None:
+        found = store.get(id)
+        why = (
+            f"conclusion {id!r} is {found.status}, not retired"
+            if found
+            else f"no conclusion {id!r}"
+        )
+        raise CommandError(
+            "NOT_FOUND" if found is None else "NOT_RETIRED", why, 404 if found is None else 409
+        )
+    return _row(restored)
+
+
 def memory_reindex(services: Services) -> dict[str, Any]:
     return _store(services).reindex()
 
@@ -152,7 +169,9 @@ def memory_stats(services: Services) -> dict[str, Any]:
 
 
 def pending(services: Services) -> list[dict[str, Any]]:
-    return [action.as_dict() for action in services.assistant.pending.list()]
+    """Every action waiting for the user (unattended ones included: shown now, they start
+    their time to live) and those that expired within the last day."""
+    return [action.as_dict() for action in services.assistant.pending.for_user()]
 
 
 def _decide(services: Services, id: str, decide: Callable[[str], Any]) -> dict[str, Any]:
@@ -194,8 +213,9 @@ def jobs_add(
     cron: str | None = None,
     every: str | None = None,
     name: str | None = None,
+    write_scope: list[str] | None = None,
 ) -> dict[str, Any]:
-    return services.jobs.add(name, prompt, cron=cron, every=every)
+    return services.jobs.add(name, prompt, cron=cron, every=every, write_scope=write_scope)
 
 
 def jobs_list(services: Services) -> list[dict[str, Any]]:
@@ -250,6 +270,8 @@ def status(services: Services) -> dict[str, Any]:
             "vault": vault_status() if callable(vault_status) else None,
         },
         "memory": memory.store.stats() if memory is not None else None,
+        "memory_from_unattended": memory.store.origins() if memory is not None else {},
+        "pending": pending(services),
         "queue": runtime.get("queue"),
         "uptime_s": runtime.get("uptime_s"),
     }
@@ -350,6 +372,7 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "memory_list": memory_list,
     "memory_show": memory_show,
     "memory_forget": memory_forget,
+    "memory_restore": memory_restore,
     "memory_reindex": memory_reindex,
     "memory_stats": memory_stats,
     "pending": pending,
@@ -445,7 +468,9 @@ class LocalServices:
 
         job = self.jobs.find(name)
         runner = JobRunner(self.assistant, self.job_history)
-        return runner.run(name, job.kwargs["prompt"], manual=True)
+        return runner.run(
+            name, job.kwargs["prompt"], manual=True, write_scope=job.kwargs.get("write_scope")
+        )
 
     def watch_state(self) -> dict[str, Any]:
         from assistant.daemon.watch import watch_state

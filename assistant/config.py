@@ -132,6 +132,20 @@ class JobSettings(_Section):
         return zone
 
 
+DEFAULT_WRITE_SCOPE = ("Assistant/",)
+
+
+def write_scope(folders: list[str]) -> list[str]:
+    """Vault folders, normalised: relative, '/'-separated, ending in '/'; '' is the vault."""
+    cleaned = []
+    for folder in folders:
+        folder = folder.replace("\\", "/").strip().strip("/")
+        if folder.startswith("/") or re.match(r"^[A-Za-z]:", folder) or ".." in folder.split("/"):
+            raise ValueError(f"a write scope is a folder inside the vault, not {folder!r}")
+        cleaned.append(f"{folder}/" if folder else "")
+    return cleaned
+
+
 WATCH_FIELDS = frozenset({"path", "title", "folder"})
 WATCH_EVENTS = ("created", "modified", "moved")
 
@@ -145,6 +159,22 @@ class WatchRule(_Section):
     on: list[Literal["created", "modified", "moved"]] = Field(
         default_factory=lambda: list(WATCH_EVENTS)
     )
+    name: str | None = Field(
+        None, max_length=64, description="Shown as the source of what its runs store."
+    )
+    write_scope: list[str] | None = Field(
+        None, description="Vault folders its runs may write in; default: [safety] write_scope."
+    )
+
+    @property
+    def label(self) -> str:
+        """How the rule is named where its runs are shown: its name, else its glob."""
+        return self.name or self.glob
+
+    @field_validator("write_scope")
+    @classmethod
+    def _scope(cls, folders: list[str] | None) -> list[str] | None:
+        return None if folders is None else write_scope(folders)
 
     @field_validator("glob")
     @classmethod
@@ -181,6 +211,16 @@ class SafetySettings(_Section):
     patterns: dict[str, str] = Field(
         default_factory=dict, description="Extra patterns: kind -> regular expression."
     )
+    write_scope: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_WRITE_SCOPE),
+        description="Vault folders unattended runs (jobs, watch rules) may write in, unless "
+        "a job or rule sets its own; '' is the whole vault.",
+    )
+
+    @field_validator("write_scope")
+    @classmethod
+    def _scope(cls, folders: list[str]) -> list[str]:
+        return write_scope(folders)
 
     @field_validator("patterns")
     @classmethod

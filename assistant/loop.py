@@ -92,6 +92,8 @@ class Turn:
     cancel: threading.Event | None = None
     tool_groups: Collection[str] | None = None
     unattended: bool = False
+    origin: str = ""  # the unattended run: job:NAME or watch:RULE
+    write_scope: tuple[str, ...] | None = None  # vault folders an unattended run may write
     clock: Callable[[], float] = time.monotonic
 
 
@@ -214,6 +216,8 @@ class _TurnState:
             call_id=call.call_id,
             idempotency_key=turn.runner.idempotency_key(turn.session, turn.turn_id, call),
             unattended=turn.unattended,
+            origin=turn.origin,
+            write_scope=turn.write_scope,
         )
 
     def request(self, tools: list[dict[str, Any]] | None) -> ModelReply:

@@ -22,6 +22,7 @@ from memory.conclusions import Conclusion, ConclusionStore
 from memory.db import Database
 from memory.extraction import Candidate, Extracted, from_user_message
 from memory.index import LazyVectors, Vectors, Weights
+from memory.instructions import InstructionRefused
 from memory.redact import Redactor
 from memory.working import WorkingMemory
 
@@ -239,29 +240,38 @@ class MemoryService:
         except ValidationError as exc:
             raise ValueError(f"the model's conclusions did not validate: {exc}") from exc
 
-    def extract_span(self, session: str, messages: list[dict[str, Any]]) -> int:
+    def extract_span(
+        self, session: str, messages: list[dict[str, Any]], *, origin: str | None = None
+    ) -> int:
+        """Store the span's conclusions; an order to the assistant is not one (it is
+        logged and skipped: memory.instructions)."""
         stored = 0
         for candidate in self.candidates(messages):
             source_id = next((m.get("id") for m in messages if m.get("role") == "user"), None)
-            self.store.remember(
-                candidate.text,
-                kind=candidate.kind,
-                subject=candidate.subject,
-                tags=candidate.tags,
-                source_session=session,
-                source_message_id=source_id,
-            )
+            try:
+                self.store.remember(
+                    candidate.text,
+                    kind=candidate.kind,
+                    subject=candidate.subject,
+                    tags=candidate.tags,
+                    source_session=session,
+                    source_message_id=source_id,
+                    origin=origin,
+                )
+            except InstructionRefused as refused:
+                log.warning("session %s: not kept as a conclusion (%s)", session, refused.reason)
+                continue
             stored += 1
         return stored
 
-    def end_session(self, session: str) -> int:
+    def end_session(self, session: str, *, origin: str | None = None) -> int:
         """Extract conclusions from what the session said since its last extraction."""
         rows = self.working.unextracted(session)
         if not rows:
             return 0
         messages = [{**WorkingMemory.as_message(row), "id": row["id"]} for row in rows]
         try:
-            stored = self.extract_span(session, messages)
+            stored = self.extract_span(session, messages, origin=origin)
         finally:
             self.working.mark_extracted(session, rows[-1]["id"])
         return stored

@@ -35,6 +35,7 @@ from memory.categories import CategoryTyper, fits, head_of, scope_key
 from memory.db import Database, Migrations
 from memory.extraction import Slot, asked_subject, slot_of, usage_of
 from memory.index import HybridIndex, Vectors, Weights
+from memory.instructions import InstructionRefused, instruction_to_assistant
 from memory.redact import Redactor
 from memory.text import HAN, STOP_WORDS, stem
 
@@ -84,6 +85,12 @@ def m002_category_vectors(db: sqlite_utils.Database) -> None:
     )
 
 
+@migrations
+def m003_origin(db: sqlite_utils.Database) -> None:
+    """Which unattended run (`job:NAME`, `watch:RULE`) stored a row; NULL: the user's."""
+    db.execute("ALTER TABLE conclusions ADD COLUMN origin TEXT")
+
+
 class _StoredNounVectors:
     """`NounVectorCache` in the conclusions database."""
 
@@ -125,6 +132,7 @@ class Conclusion:
     status: str
     superseded_by: str | None = None
     restated: int = 0
+    origin: str | None = None  # the unattended run that stored it (job:NAME, watch:RULE)
     score: float | None = field(default=None, compare=False)
 
     @classmethod
@@ -275,12 +283,17 @@ class ConclusionStore:
         source_message_id: int | None = None,
         source_path: str | None = None,
         now: float | None = None,
+        origin: str | None = None,
     ) -> Remembered:
+        """Store `text`; `origin` names the unattended run (job, watch rule) it came from.
+        Raises `InstructionRefused` for an order to the assistant (memory.instructions)."""
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
         text = self.redactor.text(" ".join(text.split()))
         if not text:
             raise ValueError("a conclusion needs some text")
+        if reason := instruction_to_assistant(text):
+            raise InstructionRefused(text, reason)
         subject = normalise_subject(subject)
         now = time.time() if now is None else now
         tags = sorted({tag.strip().lstrip("#").lower() for tag in tags if tag.strip()})
@@ -306,12 +319,13 @@ class ConclusionStore:
             valid_from=now,
             valid_to=None,
             status="active",
+            origin=origin,
         )
         statements = [
             (
                 "INSERT INTO conclusions (id, text, kind, subject, tags, source_session, "
                 "source_message_id, source_path, created_at, updated_at, valid_from, valid_to, "
-                "status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "status, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     new.id,
                     new.text,
@@ -326,6 +340,7 @@ class ConclusionStore:
                     now,
                     None,
                     "active",
+                    origin,
                 ),
             ),
             *self.index.write_statements(new.id, new.text),
@@ -490,6 +505,25 @@ class ConclusionStore:
             (now, now, conclusion_id),
         )
         return self.get(conclusion_id)
+
+    def restore(self, conclusion_id: str, *, now: float | None = None) -> Conclusion | None:
+        """Undo `forget`: a retired row is active again (None if `conclusion_id` is not a
+        retired row). Its index rows never left, so it is recalled at once."""
+        now = time.time() if now is None else now
+        changed = self.database.update(
+            "UPDATE conclusions SET status = 'active', valid_to = NULL, updated_at = ? "
+            "WHERE id = ? AND status = 'retired'",
+            (now, conclusion_id),
+        )
+        return self.get(conclusion_id) if changed else None
+
+    def origins(self) -> dict[str, int]:
+        """Active rows stored by unattended runs, by origin (`job:NAME`, `watch:RULE`)."""
+        rows = self.database.query(
+            "SELECT origin, count(*) AS n FROM conclusions WHERE status = 'active' "
+            "AND origin IS NOT NULL GROUP BY origin ORDER BY n DESC"
+        )
+        return {row["origin"]: row["n"] for row in rows}
 
     # -- index maintenance --------------------------------------------------------------
 

@@ -88,8 +88,11 @@ def _aws_secret(match: re.Match[str]) -> bool:
     key scores 4.2-5.0 bits a character; a SHA-1 in hex has no capitals)."""
     value = match.group()
     classes = sum(
-        (any(c.isupper() for c in value), any(c.islower() for c in value),
-         any(c.isdigit() for c in value))
+        (
+            any(c.isupper() for c in value),
+            any(c.islower() for c in value),
+            any(c.isdigit() for c in value),
+        )
     )
     text = match.string
     around = text[max(match.start() - _AWS_NEAR, 0) : match.end() + _AWS_NEAR]

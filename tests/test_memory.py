@@ -70,11 +70,14 @@ def test_chinese_subject_supersedes_offline(assistant: Assistant) -> None:
     assert store.stats()["superseded"] == 1
 
 
-def test_forget_retires(assistant: Assistant) -> None:
+def test_forget_retires_once_the_user_confirms(assistant: Assistant) -> None:
     assistant.ask("remember that the wifi password hint is the cat's name")
     outcome = assistant.ask("forget the wifi password hint")
-    assert outcome.answer.startswith("Forgotten")
+    assert outcome.answer.startswith("Waiting for your yes"), outcome.answer
     store = _store(assistant)
+    assert len(store.recall("wifi password hint", 5)) == 1, "nothing is forgotten before a yes"
+    [call] = outcome.tool_calls
+    assistant.confirm(call.result["action_id"])
     assert store.recall("wifi password hint", 5) == []
     retired = store.list(status="retired")
     assert len(retired) == 1 and retired[0].valid_to is not None

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from memory.conclusions import Conclusion, ConclusionStore
+from memory.instructions import InstructionRefused
 from tools.base import Tool, ToolArgs, ToolContext, ToolError, tool
+from tools.confirm import STALE_PREVIEW, GuardedPreview, expected_state
 
 
 def _row(conclusion: Conclusion) -> dict[str, Any]:
@@ -25,7 +28,13 @@ def _row(conclusion: Conclusion) -> dict[str, Any]:
         row["tags"] = conclusion.tags
     if conclusion.source_path:
         row["source"] = conclusion.source_path
+    if conclusion.origin:
+        row["stored_by"] = conclusion.origin
     return row
+
+
+def _fingerprint(conclusion: Conclusion) -> str:
+    return hashlib.sha256(conclusion.text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 class RememberArgs(ToolArgs):
@@ -73,13 +82,17 @@ def memory_tools(store: ConclusionStore) -> list[Tool]:
         A restatement updates the existing memory; a new value for the same subject
         replaces the old one (kept as history). Confirm briefly to the user what you stored.
         """
-        remembered = store.remember(
-            args.text,
-            kind=args.kind,
-            subject=args.subject,
-            tags=args.tags,
-            source_session=context.session or None,
-        )
+        try:
+            remembered = store.remember(
+                args.text,
+                kind=args.kind,
+                subject=args.subject,
+                tags=args.tags,
+                source_session=context.session or None,
+                origin=context.origin or None,
+            )
+        except InstructionRefused as refused:
+            raise ToolError("NOT_A_CONCLUSION", str(refused)) from None
         result: dict[str, Any] = {"action": remembered.action, **_row(remembered.conclusion)}
         if remembered.previous is not None:
             result["replaced"] = _row(remembered.previous)
@@ -102,13 +115,8 @@ def memory_tools(store: ConclusionStore) -> list[Tool]:
         )
         return {"query": args.query, "count": len(found), "conclusions": [_row(c) for c in found]}
 
-    @tool(read_only=False, sequential=True, version="1.0")
-    def memory_forget(args: ForgetArgs) -> dict[str, Any]:
-        """Retire a conclusion from long-term memory so it is no longer recalled.
-
-        Call this only when the user asks you to forget something or says a stored
-        conclusion is wrong. Pass the id from memory_recall when you have it.
-        """
+    def target_of(args: ForgetArgs) -> Conclusion:
+        """The active conclusion a forget call means (by id, else the best match)."""
         target = args.id
         if not target and args.query:
             matches = store.recall(args.query, 1)
@@ -117,9 +125,48 @@ def memory_tools(store: ConclusionStore) -> list[Tool]:
             target = matches[0].id
         if not target:
             raise ToolError("INVALID_ARGUMENTS", "give the id (or a query) of what to forget")
-        forgotten = store.forget(target)
-        if forgotten is None:
+        found = store.get(target)
+        if found is None or found.status != "active":
             raise ToolError("NOT_FOUND", f"no active conclusion with id {target!r}")
-        return {"action": "retired", **_row(forgotten)}
+        return found
+
+    def preview_forget(args: BaseModel, context: ToolContext) -> GuardedPreview:
+        assert isinstance(args, ForgetArgs)
+        found = target_of(args)
+        return GuardedPreview(
+            summary=f"forget {found.id}: {found.text!r} ({found.kind}, "
+            f"since {time.strftime('%Y-%m-%d', time.localtime(found.valid_from))})",
+            state={found.id: _fingerprint(found)},
+        )
+
+    @tool(
+        read_only=False,
+        dangerous=True,
+        sequential=True,
+        version="1.1",
+        preview=preview_forget,
+    )
+    def memory_forget(args: ForgetArgs) -> dict[str, Any]:
+        """Retire a conclusion from long-term memory so it is no longer recalled.
+
+        Call this only when the user asks you to forget something or says a stored
+        conclusion is wrong. Pass the id from memory_recall when you have it. The user
+        must confirm: you get a pending action; tell the user what would be forgotten.
+        """
+        expected = expected_state()
+        if expected:  # confirmed: exactly the row the user saw, unchanged since
+            [(target, fingerprint)] = expected.items()
+            found = store.get(target)
+            if found is None or found.status != "active" or _fingerprint(found) != fingerprint:
+                raise ToolError(
+                    STALE_PREVIEW, f"conclusion {target} changed or went since the preview"
+                )
+        else:
+            found = target_of(args)
+        forgotten = store.forget(found.id)
+        if forgotten is None:
+            raise ToolError("NOT_FOUND", f"no active conclusion with id {found.id!r}")
+        restore = f"assistant memory restore {found.id}"
+        return {"action": "retired", **_row(forgotten), "restore": restore}
 
     return [memory_remember, memory_recall, memory_forget]

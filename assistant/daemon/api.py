@@ -47,6 +47,7 @@ class JobRequest(BaseModel):
     cron: str | None = None
     every: str | None = None
     name: str | None = None
+    write_scope: list[str] | None = None
 
 
 class VaultIndexRequest(BaseModel):
@@ -178,6 +179,11 @@ def create_app(services: Services, token: str, *, routers: Sequence[APIRouter] =
     def memory_forget(id: str) -> dict[str, Any]:
         return commands.memory_forget(s, id)
 
+    @app.post("/memory/{id}/restore", tags=["memory"])
+    def memory_restore(id: str) -> dict[str, Any]:
+        """Undo a forget: the retired conclusion is active again."""
+        return commands.memory_restore(s, id)
+
     @app.get("/pending", tags=["confirmations"])
     def pending() -> list[dict[str, Any]]:
         return commands.pending(s)
@@ -201,7 +207,9 @@ def create_app(services: Services, token: str, *, routers: Sequence[APIRouter] =
 
     @app.post("/jobs", tags=["jobs"])
     def jobs_add(request: JobRequest) -> dict[str, Any]:
-        return commands.jobs_add(s, request.prompt, request.cron, request.every, request.name)
+        return commands.jobs_add(
+            s, request.prompt, request.cron, request.every, request.name, request.write_scope
+        )
 
     @app.get("/jobs/history", tags=["jobs"])
     def jobs_history(name: str | None = None, limit: int = 20) -> list[dict[str, Any]]:

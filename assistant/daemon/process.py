@@ -246,7 +246,8 @@ class Daemon:
             text, session=session, trigger=trigger, cancel=cancel, unattended=unattended
         )
         if end_session and outcome.ok and outcome.stop_reason is not StopReason.CANCELLED:
-            self.assistant.end_session(session)
+            origin = self.assistant.unattended_run(trigger)[0] if unattended else None
+            self.assistant.end_session(session, origin=origin)
         return outcome
 
     def run_turn(self, text: str, *, session: str | None, end_session: bool) -> TurnOutcome:
@@ -267,11 +268,17 @@ class Daemon:
 
     def run_job(self, name: str) -> dict[str, Any]:
         assert self.jobs is not None and self.runner is not None, "the daemon is not started"
-        prompt = self.jobs.find(name).kwargs["prompt"]
+        kwargs = self.jobs.find(name).kwargs
         runner = self.runner
 
         def work(cancel: threading.Event) -> dict[str, Any]:
-            return runner.run(name, prompt, cancel=cancel, manual=True)
+            return runner.run(
+                name,
+                kwargs["prompt"],
+                cancel=cancel,
+                manual=True,
+                write_scope=kwargs.get("write_scope"),
+            )
 
         return self._queue().submit(f"job:{name}", work, kind="job", label=name).result()
 

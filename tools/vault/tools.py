@@ -246,6 +246,31 @@ def _with_frontmatter(content: str, data: dict[str, Any] | None) -> str:
     return frontmatter.dumps(frontmatter.Post(content, **data)) + "\n"
 
 
+def _apply(
+    vault: Vault,
+    plan: list[Change],
+    context: ToolContext,
+    *,
+    expect: dict[str, str | None] | None = None,
+) -> WriteResult:
+    """Perform a planned write, if the run may write there: an unattended run (a job, a
+    watch rule) writes only inside its folder scope (`write_scope`), whatever a note it
+    read told it; the user's own turns and confirmed actions write anywhere."""
+    scope = context.write_scope
+    if scope is not None and not context.confirmed:
+        for change in plan:
+            for path in (change.path, change.new_path):
+                if path is not None and not any(path.rel.startswith(f) for f in scope):
+                    allowed = ", ".join(f or "(the whole vault)" for f in scope) or "nowhere"
+                    raise ToolError(
+                        "OUT_OF_SCOPE",
+                        f"{context.origin or 'this unattended run'} may write only in "
+                        f"{allowed}; {path.rel} is outside. Nothing was written. (The "
+                        "user can widen the job's or watch rule's write_scope.)",
+                    )
+    return vault.apply(plan, actor=context.session or None, expect=expect)
+
+
 def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
     """The vault tools bound to one vault (and its index, for search)."""
 
@@ -322,7 +347,7 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         (vault_append) or ask the user before overwriting. Tell the user the path.
         """
         content = _with_frontmatter(args.content, args.frontmatter)
-        result = vault.apply(vault.plan_create(args.path, content), actor=context.session or None)
+        result = _apply(vault, vault.plan_create(args.path, content), context)
         return _written(result, "created")
 
     @tool(read_only=False, sequential=True, version="1.0")
@@ -334,7 +359,7 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         Existing text is kept. Tell the user where it went.
         """
         plan = vault.plan_append(args.path, args.text, heading=args.heading, create=args.create)
-        result = vault.apply(plan, actor=context.session or None)
+        result = _apply(vault, plan, context)
         status = "created" if result.op == "create" else "appended"
         return _written(result, status, **({"heading": args.heading} if args.heading else {}))
 
@@ -355,9 +380,7 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         Risks section with ..."). The user must confirm: you get a pending action with a
         diff; tell the user what would change and how to confirm it.
         """
-        result = vault.apply(
-            plan_replace(args), actor=context.session or None, expect=expected_state()
-        )
+        result = _apply(vault, plan_replace(args), context, expect=expected_state())
         return _written(result, "replaced", heading=args.heading)
 
     def plan_overwrite(args: OverwriteArgs) -> list[Change]:
@@ -378,9 +401,7 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         prefer vault_append or vault_replace_section. The user must confirm: you get a
         pending action with a diff; tell the user what would change and how to confirm.
         """
-        result = vault.apply(
-            plan_overwrite(args), actor=context.session or None, expect=expected_state()
-        )
+        result = _apply(vault, plan_overwrite(args), context, expect=expected_state())
         return _written(result, "overwritten")
 
     def plan_move(args: MoveArgs) -> list[Change]:
@@ -401,9 +422,7 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         pending action listing every file that would change; tell the user. Wikilinks,
         embeds and markdown links to the note are rewritten; code blocks are not.
         """
-        result = vault.apply(
-            plan_move(args), actor=context.session or None, expect=expected_state()
-        )
+        result = _apply(vault, plan_move(args), context, expect=expected_state())
         updated = [c["path"] for c in result.changes if c["op"] == "link_update"]
         return _written(result, "moved", links_updated_in=updated)
 
@@ -423,9 +442,7 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         Call this only when the user explicitly asks to delete a note. The user must
         confirm: you get a pending action; tell the user what would be deleted.
         """
-        result = vault.apply(
-            plan_delete(args), actor=context.session or None, expect=expected_state()
-        )
+        result = _apply(vault, plan_delete(args), context, expect=expected_state())
         return _written(result, "deleted")
 
     @tool(read_only=False, sequential=True, version="1.0")
@@ -446,7 +463,7 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
             folder = (args.folder or "").strip().strip("/")
             target = f"{folder}/{name}" if folder else name
         source, plan = vault.plan_template(args.template, target, variables=args.variables)
-        result = vault.apply(plan, actor=context.session or None)
+        result = _apply(vault, plan, context)
         content = plan[0].after or ""
         return _written(result, "created", template=source.rel, content=content)
 
@@ -461,7 +478,7 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         found, plan = vault.plan_daily(args.text, args.date)
         if not plan:
             return {"status": "exists", "path": found.rel, "content": vault.read_text(found)}
-        result = vault.apply(plan, actor=context.session or None)
+        result = _apply(vault, plan, context)
         created = result.op == "create"
         payload = _written(result, "created" if created else "appended", created=created)
         payload["appended"] = bool(args.text)
