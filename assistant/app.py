@@ -154,6 +154,7 @@ class Assistant:
         index = VaultIndex(
             vault, self.database, vectors, refresh_before_search=self.role != "daemon"
         )
+        self.space.on_rebuild("vault", index.repair_vectors)
         return vault, index
 
     @property

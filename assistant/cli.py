@@ -544,6 +544,11 @@ def _status_lines(data: dict[str, Any]) -> list[str]:
         f"index: conclusion vectors {index['conclusion_vectors']}"
         + (f"; vault {index['vault']}" if index.get("vault") else "")
     )
+    for event in index.get("recovered") or ():
+        lines.append(
+            f"  recovered at {event['at']}: the vector index was corrupt, moved aside to "
+            f"{event['moved_to']} and rebuilt from SQLite"
+        )
     memory = data["memory"]
     if memory is not None:
         lines.append(

@@ -259,6 +259,7 @@ def status(services: Services) -> dict[str, Any]:
             if memory is not None and getattr(memory.vectors, "loaded", True)
             else ("not opened" if memory is not None else "disabled"),
             "vault": vault_status() if callable(vault_status) else None,
+            "recovered": list(getattr(getattr(assistant, "space", None), "recoveries", [])),
         },
         "memory": memory.store.stats() if memory is not None else None,
         "memory_from_unattended": memory.store.origins() if memory is not None else {},

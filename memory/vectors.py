@@ -16,6 +16,8 @@ at 100k rows (bench/memory_scale.py), more than the search itself.
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -57,6 +59,55 @@ class StaleIndexError(VectorStoreError):
     """The collection was built by another embedding backend; `reset()` and re-add."""
 
 
+class CorruptIndexError(VectorStoreError):
+    """Chroma's own SQLite file is damaged. The index is derived data: the owner moves the
+    folder aside (`move_aside`) and rebuilds it from SQLite."""
+
+
+# what SQLite (through Chroma) says about a damaged file
+_CORRUPTION = (
+    "file is not a database",
+    "database disk image is malformed",
+    "malformed database schema",
+    "database corruption",
+    "(code: 11)",
+    "(code: 26)",
+)
+
+
+def is_corruption(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return any(marker in text for marker in _CORRUPTION)
+
+
+def drop_cached_client(path: Path) -> None:
+    """Forget the process-wide Chroma system of `path`. Chroma caches one per folder and
+    hands it to every later client of that path, also after it failed to open or the
+    folder was renamed: a reopened folder would still be the broken one. (This reaches
+    into `SharedSystemClient`'s cache; its `clear_system_cache` would drop every folder's.)"""
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    key = str(path)
+    system = SharedSystemClient._identifier_to_system.pop(key, None)
+    SharedSystemClient._identifier_to_refcount.pop(key, None)
+    if system is not None:
+        with suppress(Exception):
+            system.stop()
+
+
+def move_aside(path: Path) -> Path:
+    """Rename a damaged Chroma folder to `NAME.corrupt-YYYYmmdd-HHMMSS` beside it (kept
+    for inspection, never deleted); the new name."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+    os.replace(path, target)
+    return target
+
+
 def open_chroma(
     path: Path | None,
     *,
@@ -78,6 +129,9 @@ def open_chroma(
             Path(path).mkdir(parents=True, exist_ok=True)
             return chromadb.PersistentClient(path=str(path), settings=settings)
         except Exception as exc:
+            drop_cached_client(Path(path))  # else every later open gets this broken one
+            if is_corruption(exc):
+                raise CorruptIndexError(f"the {where} is corrupt: {exc}") from exc
             raise VectorStoreError(
                 f"cannot open {where}: {exc}; check it exists, is writable and that no "
                 "other process owns it"
@@ -162,6 +216,11 @@ class VectorStore:
             raise
         except Exception as exc:
             text = str(exc) or type(exc).__name__
+            if is_corruption(exc):
+                raise CorruptIndexError(
+                    f"{self.where}: cannot {action} (collection {self.name!r}): the folder is "
+                    f"corrupt: {text}"
+                ) from exc
             hint = ""
             if "lock" in text.lower():
                 hint = "; another process may own this Chroma folder"
