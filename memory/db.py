@@ -126,7 +126,7 @@ class Database:
         self._busy_until = 0.0  # the flusher lingers while rows keep coming: no wake-ups
         self._closing = False
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # a data directory
             if not path.exists():  # private whatever the umask; SQLite gives -wal/-shm its mode
                 os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
             conn = sqlite3.connect(path, check_same_thread=False, timeout=10.0)
