@@ -549,6 +549,11 @@ def _status_lines(data: dict[str, Any]) -> list[str]:
             f"  recovered at {event['at']}: the vector index was corrupt, moved aside to "
             f"{event['moved_to']} and rebuilt from SQLite"
         )
+    if index.get("moved_aside") and not index.get("recovered"):
+        lines.append(
+            f"  kept aside after a corrupt vector index: {', '.join(index['moved_aside'])} "
+            "(delete when no longer needed)"
+        )
     memory = data["memory"]
     if memory is not None:
         lines.append(

@@ -260,6 +260,8 @@ def status(services: Services) -> dict[str, Any]:
             else ("not opened" if memory is not None else "disabled"),
             "vault": vault_status() if callable(vault_status) else None,
             "recovered": list(getattr(getattr(assistant, "space", None), "recoveries", [])),
+            # damaged folders kept beside the rebuilt one (by this or an earlier process)
+            "moved_aside": sorted(p.name for p in settings.home.glob("chroma.corrupt-*")),
         },
         "memory": memory.store.stats() if memory is not None else None,
         "memory_from_unattended": memory.store.origins() if memory is not None else {},

@@ -61,15 +61,17 @@ DEFAULT_PATTERNS: dict[str, str] = {
     r"(?:\.[A-Za-z0-9\-]{1,63})*\.[A-Za-z]{2,}\b",
     # Chinese mobiles (138 0013 8000, +86...), E.164 and other "+" numbers, NANP numbers
     # (415-555-0132, (415) 555-0199, 415.555.0132: area and exchange codes start with
-    # 2-9), UK national numbers (020 7946 0958, 07700 900123) and Chinese landlines
-    # (010-12345678). Never inside a longer run of digits, letters or dashes: dates, times,
-    # amounts and ids stay as they are.
-    "phone": r"(?<![A-Za-z0-9])(?:\+?86[\s\-]?)?1[3-9]\d(?:[\s\-]?\d{4}){2}(?!\d)"
-    r"|(?<![\w+])\+[1-9]\d{0,2}[\s.\-]?\(?\d{1,4}\)?(?:[\s.\-]?\d{2,4}){2,3}(?![\d\-])"
+    # 2-9), UK national numbers (020 7946 0958, (020) 7946 0958, 07700 900123), French
+    # ones (01 23 45 67 89) and Chinese landlines (010-12345678). Never inside a longer
+    # run of digits, letters or dashes: dates, times, amounts and ids stay as they are.
+    "phone": r"(?<![A-Za-z0-9])(?:(?:\+|00)?86[\s\-]?)?1[3-9]\d(?:[\s\-]?\d{4}){2}(?!\d)"
+    r"|(?<![\w+])\+[1-9]\d{0,2}[\s.\-]?\(?\d{1,4}\)?(?:[\s.\-]?\d{2,4}){2,4}(?![\d\-])"
     r"|(?<![\w+\-/.$€£¥:])(?:1[\s.\-])?(?:\([2-9]\d{2}\)\s?|[2-9]\d{2}[\s.\-])[2-9]\d{2}"
     r"[\s.\-]\d{4}(?![\w\-/]|\.\d|:\d)"
     r"|(?<![\w+\-/.$€£¥:])0(?:\d{2}[\s\-]\d{4}[\s\-]\d{4}|\d{3}[\s\-]\d{3}[\s\-]\d{4}"
-    r"|\d{4}[\s\-]\d{6}|\d{4}[\s\-]\d{3}[\s\-]\d{3}|\d{2,3}-\d{7,8})(?![\w\-/]|\.\d|:\d)",
+    r"|\d{4}[\s\-]\d{6}|\d{4}[\s\-]\d{3}[\s\-]\d{3}|\d{2,3}-\d{7,8}"
+    r"|[1-9](?:[\s.\-]\d{2}){4})(?![\w\-/]|\.\d|:\d)"
+    r"|(?<![\w+\-/.$€£¥:])\(0\d{2,4}\)\s?\d{3,4}[\s\-]?\d{3,4}(?![\w\-/]|\.\d|:\d)",
 }
 
 _AWS_CONTEXT = re.compile(r"(?i:aws|secret|access[\s_-]?key)|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")

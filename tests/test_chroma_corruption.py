@@ -84,6 +84,24 @@ def test_corrupt_while_in_use_is_recovered_and_the_write_goes_through(tmp_path: 
     assert len(_moved_aside(tmp_path)) == 1
 
 
+def test_status_of_a_later_process_names_the_folder_kept_aside(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assistant = Assistant(load_settings())
+    assert assistant.memory is not None
+    assistant.memory.store.remember("my dentist is Dr. Li")
+    assistant.close()
+    _corrupt(tmp_path, keep_header=False)
+    from assistant.cli import main
+
+    assert main(["memory", "reindex"]) == 0
+    capsys.readouterr()
+    assert main(["status"]) == 0
+    out = capsys.readouterr().out
+    [aside] = _moved_aside(tmp_path)
+    assert f"kept aside after a corrupt vector index: {aside.name}" in out
+
+
 def test_the_vault_index_is_rebuilt_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     vault = tmp_path / "vault"
     shutil.copytree(ROOT / "vault_example", vault)
