@@ -148,3 +148,64 @@ def test_hostile_arguments_through_the_daemon_get_200_and_an_answer(
         assert "Traceback" not in daemon.stderr()
     finally:
         daemon.close()
+
+
+def _hostile_text() -> st.SearchStrategy[str]:
+    """Argument strings built from the pieces that broke turns: surrogates, brackets,
+    long digit runs, NaN, repeated keys, control characters."""
+    pieces = st.sampled_from(
+        [
+            "{",
+            "}",
+            "[",
+            "]",
+            '"',
+            ":",
+            ",",
+            "\\ud800",
+            "\udfff",
+            "NaN",
+            "-Infinity",
+            "1e999",
+            "9" * 40,
+            '"expression"',
+            '"1+1"',
+            "\x00",
+            "\x1b[2J",
+            " ",
+            "null",
+            "true",
+        ]
+    )
+    return st.one_of(
+        st.lists(pieces, max_size=40).map("".join),
+        st.integers(1, 4000).map(lambda n: '{"expression": ' + "[" * n + "]" * n + "}"),
+        st.text(alphabet=st.characters(codec=None), max_size=40).map(
+            lambda t: json.dumps({"expression": t}, ensure_ascii=False)
+        ),
+    )
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(_hostile_text(), min_size=1, max_size=3))
+def test_fuzzed_hostile_calls_never_crash_a_turn(tmp_path_factory: Any, raws: list[str]) -> None:
+    from assistant.app import Assistant
+    from assistant.config import load_settings
+    from assistant.testing import ScriptedModel
+    from assistant.testing import calls as scripted_calls
+    from assistant.testing import text as scripted_text
+
+    model = ScriptedModel(
+        [scripted_calls(*(("calc_evaluate", raw) for raw in raws)), scripted_text("done")]
+    )
+    settings_ = load_settings()
+    settings_.home = tmp_path_factory.mktemp("fuzz")
+    assistant = Assistant(settings_, model=model, tools=[calc_evaluate])
+    try:
+        outcome = assistant.ask("go")
+        assert outcome.stop_reason is not StopReason.MODEL_ERROR  # a named, normal ending
+        assert len(outcome.tool_calls) == len(raws)
+        json.dumps(outcome.as_dict(), ensure_ascii=False).encode("utf-8")
+        assert assistant.traces.turn(outcome.turn_id) is not None
+    finally:
+        assistant.close()
