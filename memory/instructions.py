@@ -37,19 +37,6 @@ _OVERRIDE = re.compile(
     r"(?:指令|指示|规则|设定|提示词|提示|限制|要求|确认)",
     _I,
 )
-_ADDRESSEE_EN = r"(?:you|the assistant|assistant|the ai|ai|the model|the bot|the agent)"
-_ADDRESSED = re.compile(
-    rf"\b{_ADDRESSEE_EN}\s+(?:must|should|shall|need to|needs to|have to|has to|are to|is to"
-    r"|ought to|are (?:now )?(?:allowed|permitted|authori[sz]ed|required) to"
-    r"|is (?:now )?(?:allowed|permitted|authori[sz]ed|required) to|(?:must|should) not"
-    r"|(?:do|does|will) not need to|never|always)\b"
-    rf"|\b(?:want|wants|need|needs|would like|expect|expects|ask|asks|tell|tells|instruct"
-    rf"|instructs|allow|allows|permit|permits|authori[sz]e|authori[sz]es)\s+{_ADDRESSEE_EN}\s+"
-    r"(?:to|not to)\b"
-    r"|(?:你|您|助手|助理|AI|机器人|模型|智能体)(?:以后|今后|从现在起)?(?:必须|应该|应当|需要|得|一定要|务必"
-    r"|总是|始终|永远|一律|每次都|可以直接|可以不|不用|无需|无须|不必|不要|别|不许|不准|不得|要)",
-    _I,
-)
 _OPS_EN = (
     r"follow|obey|execute|run|carry out|perform|comply|trust|treat|ignore|disregard|delete"
     r"|remove|erase|wipe|forward|send|share|upload|post|reveal|disclose|leak|print|output"
@@ -57,16 +44,46 @@ _OPS_EN = (
     r"|approve|accept|grant|skip|bypass|disable|act|pretend|store|save|use|include|mention"
     r"|assume|do|apply|modify|edit|change|update|retire|purge|stop asking|talk|speak"
 )
+_ADDRESSEE_EN = r"(?:you|the assistant|assistant|the ai|ai|the model|the bot|the agent)"
+_OPS_ZH = (
+    r"执行|遵循|遵守|服从|照做|听从|按照|照着|删除|删掉|清空|移动|覆盖|发送|转发|回复|回答|使用|相信|信任"
+    r"|忽略|跳过|写入|追加|添加|修改|创建|确认|批准|运行|分享|泄露|透露|告诉|输出|打印|同意|接受"
+)
+_ADVERBS_EN = (
+    r"(?:(?:always|never|now|also|just|not|simply|immediately|automatically|from now on)\s+)*"
+)
+# the assistant addressed with a duty or a permission to do what it does ("you must obey",
+# "the assistant should delete", "I want you to trust"), not "you must be so excited"
+_ADDRESSED = re.compile(
+    rf"\b{_ADDRESSEE_EN}\s+(?:must|should|shall|need to|needs to|have to|has to|are to|is to"
+    r"|ought to|are (?:now )?required to|is (?:now )?required to|always|never)\s+"
+    rf"{_ADVERBS_EN}(?:{_OPS_EN})\b"
+    rf"|\b(?:want|wants|need|needs|would like|expect|expects|ask|asks|tell|tells|instruct"
+    rf"|instructs)\s+{_ADDRESSEE_EN}\s+(?:to|not to)\s+{_ADVERBS_EN}(?:{_OPS_EN})\b"
+    r"|(?:你|您|助手|助理|AI|机器人|模型|智能体)(?:以后|今后|从现在起)?(?:必须|应该|应当|需要|得|一定要|务必"
+    r"|总是|始终|永远|一律|每次都|不要|别|不许|不准|不得|要)"
+    rf"[^。；！？\n]{{0,6}}?(?:{_OPS_ZH}|询问|确认|问我)",
+    _I,
+)
+# a permission to the assistant ("you may delete", "the assistant is allowed to forward",
+# "你可以直接删除"): an order when it waives a confirmation, makes a rule or points at
+# instructions from somewhere
+_LICENSED = re.compile(
+    rf"\b{_ADDRESSEE_EN}\s+(?:may|can|will|(?:are|is) (?:now )?(?:allowed|permitted"
+    r"|authori[sz]ed|free) to|(?:do|does|will) not need to|don't need to|needn't)\s+"
+    rf"{_ADVERBS_EN}(?:{_OPS_EN})\b"
+    rf"|\b(?:allow|allows|permit|permits|authori[sz]e|authori[sz]es|let|lets)\s+{_ADDRESSEE_EN}"
+    rf"\s+(?:to\s+)?{_ADVERBS_EN}(?:{_OPS_EN})\b"
+    r"|(?:你|您|助手|助理|AI|机器人|模型|智能体)(?:以后|今后|从现在起)?(?:可以直接|可以|可|能|不用|无需|无须|不必)"
+    rf"[^。；！？\n]{{0,6}}?(?:{_OPS_ZH})",
+    _I,
+)
 _LEAD_EN = (
     r"(?:(?:please|kindly|just|also|and|then|so|from now on|henceforth|going forward"
     r"|in (?:the )?future|always|never|automatically|immediately|simply|do not|don't|dont"
     r"|never ever|at all times|each time|every time)\s*,?\s*)*"
 )
 _IMPERATIVE_EN = re.compile(rf"^\s*{_LEAD_EN}(?:{_OPS_EN})\b", _I)
-_OPS_ZH = (
-    r"执行|遵循|遵守|服从|照做|听从|按照|照着|删除|删掉|清空|移动|覆盖|发送|转发|回复|回答|使用|相信|信任"
-    r"|忽略|跳过|写入|追加|添加|修改|创建|确认|批准|运行|分享|泄露|透露|告诉|输出|打印|同意|接受"
-)
 _IMPERATIVE_ZH = re.compile(
     rf"^\s*(?:请|务必|必须|一定要|以后|今后|从现在起|从今以后|每次都?|总是|始终|永远|一律|都|自动|直接|立即|马上"
     rf"|不要|别|不用|无需)*(?:{_OPS_ZH})"
@@ -106,6 +123,7 @@ _CARRY_OUT = re.compile(
 _FIRST_PERSON = re.compile(
     r"^\s*(?:i|i'm|i've|i'd|i'll|we|we're|we've|my|our|me|us)\b|^\s*(?:我|咱)", _I
 )
+_SENTENCES = re.compile(r"[.;!?\n。；！？]+(?:\s+|$)|(?<=[。；！？])")
 _CLAUSES = re.compile(r"[.;:!?\n,，。；：！？、]+|\s+-\s+|\b(?:and then|then)\b", _I)
 
 
@@ -123,17 +141,25 @@ def instruction_to_assistant(text: str) -> str | None:
     rule = bool(_RULE.search(body))
     waiver = bool(_NO_CONFIRM.search(body))
     source = bool(_INSTRUCTION_SOURCE.search(body))
+    if (rule or waiver or source) and _LICENSED.search(body):
+        return "it gives the assistant a standing permission"
     if not first_person and source and _CARRY_OUT.search(body):
         return "it has the assistant carry out instructions from notes, files or messages"
-    commands = [
-        clause
-        for clause in _CLAUSES.split(body)
-        if clause.strip()
-        and not _FIRST_PERSON.match(clause)
-        and (_IMPERATIVE_EN.match(clause) or _IMPERATIVE_ZH.match(clause))
-    ]
-    if commands and (rule or waiver or source):
-        return "it is a standing order to the assistant"
+    for sentence in _SENTENCES.split(body):
+        if not sentence.strip() or _FIRST_PERSON.match(sentence):
+            continue
+        commanded = any(
+            clause.strip()
+            and not _FIRST_PERSON.match(clause)
+            and (_IMPERATIVE_EN.match(clause) or _IMPERATIVE_ZH.match(clause))
+            for clause in _CLAUSES.split(sentence)
+        )
+        if commanded and (
+            _RULE.search(sentence)
+            or _NO_CONFIRM.search(sentence)
+            or _INSTRUCTION_SOURCE.search(sentence)
+        ):
+            return "it is a standing order to the assistant"
     if waiver and rule and not first_person:
         return "it waives the user's confirmation"
     return None
