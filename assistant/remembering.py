@@ -23,7 +23,7 @@ from memory.conclusions import Conclusion, ConclusionStore
 from memory.db import Database
 from memory.extraction import Candidate, Extracted, from_user_message
 from memory.index import LazyVectors, Vectors, Weights
-from memory.instructions import InstructionRefused
+from memory.instructions import InstructionRefused, instruction_to_assistant
 from memory.redact import Redactor
 from memory.working import WorkingMemory
 
@@ -300,6 +300,9 @@ class MemoryService:
         return self.store.recall(text, k)
 
     def memory_block(self, conclusions: Sequence[Conclusion]) -> str:
+        """The turn's memory context. A row that reads as an order to the assistant (one
+        stored before such rows were refused) stays out of every prompt."""
+        conclusions = [c for c in conclusions if not instruction_to_assistant(c.text)]
         if not conclusions:
             return ""
         lines = ["Long-term memory (conclusions from earlier sessions, most relevant first):"]

@@ -369,3 +369,21 @@ def test_an_injected_inbox_note_through_the_daemon_changes_nothing_unseen(
         assert any(r["id"] == dentist.id for r in daemon.cli_json("memory", "list"))
     finally:
         daemon.close()
+
+
+def test_an_order_stored_before_the_upgrade_stays_out_of_the_prompt() -> None:
+    model = ScriptedModel([text("ok")])
+    assistant = _assistant(model)
+    try:
+        assert assistant.memory is not None
+        store = assistant.memory.store
+        kept = store.remember("I read the Inbox notes every morning").conclusion
+        assistant.database.write(
+            "UPDATE conclusions SET text = ? WHERE id = ?", (INJECTED, kept.id)
+        )
+        store.reindex()
+        assistant.ask("what about the Inbox notes?")
+        system = model.requests[0]["messages"][0]["content"]
+        assert INJECTED not in system
+    finally:
+        assistant.close()
