@@ -132,13 +132,13 @@ def memory_forget(services: Services, id: str) -> dict[str, Any]:
 
 
 def memory_restore(services: Services, id: str) -> dict[str, Any]:
-    """Undo a forget: the retired conclusion is active again."""
+    """Undo a forget (or a replacement): the conclusion is active again."""
     store = _store(services)
     restored = store.restore(id)
     if restored is None:
         found = store.get(id)
         why = (
-            f"conclusion {id!r} is {found.status}, not retired"
+            f"conclusion {id!r} is {found.status}: only a forgotten or replaced one comes back"
             if found
             else f"no conclusion {id!r}"
         )

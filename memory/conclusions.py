@@ -507,15 +507,31 @@ class ConclusionStore:
         return self.get(conclusion_id)
 
     def restore(self, conclusion_id: str, *, now: float | None = None) -> Conclusion | None:
-        """Undo `forget`: a retired row is active again (None if `conclusion_id` is not a
-        retired row). Its index rows never left, so it is recalled at once."""
+        """Undo `forget`, or a supersede: the row is active again (None if it is neither
+        retired nor superseded). A superseded row takes its place back from the active
+        row that replaced it, which becomes its history. Index rows never left, so it is
+        recalled at once."""
         now = time.time() if now is None else now
-        changed = self.database.update(
-            "UPDATE conclusions SET status = 'active', valid_to = NULL, updated_at = ? "
-            "WHERE id = ? AND status = 'retired'",
-            (now, conclusion_id),
-        )
-        return self.get(conclusion_id) if changed else None
+        found = self.get(conclusion_id)
+        if found is None or found.status not in ("retired", "superseded"):
+            return None
+        statements: list[tuple[str, tuple[Any, ...]]] = [
+            (
+                "UPDATE conclusions SET status = 'active', valid_to = NULL, superseded_by = NULL, "
+                "updated_at = ? WHERE id = ?",
+                (now, conclusion_id),
+            )
+        ]
+        if found.status == "superseded" and found.superseded_by:
+            statements.append(
+                (
+                    "UPDATE conclusions SET status = 'superseded', valid_to = ?, updated_at = ?, "
+                    "superseded_by = ? WHERE id = ? AND status = 'active'",
+                    (now, now, conclusion_id, found.superseded_by),
+                )
+            )
+        self.database.write_many(statements)
+        return self.get(conclusion_id)
 
     def origins(self) -> dict[str, int]:
         """Active rows stored by unattended runs, by origin (`job:NAME`, `watch:RULE`)."""

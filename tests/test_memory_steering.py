@@ -164,7 +164,25 @@ def test_forget_waits_for_a_person_and_restore_undoes_it(
     code, out = _cli(capsys, "memory", "search", "dentist", "--json")
     assert [row["id"] for row in json.loads(out)] == [kept.id]
     code, out = _cli(capsys, "memory", "restore", kept.id)
-    assert code == 1 and "not retired" in out
+    assert code == 1 and "is active" in out
+
+
+def test_restore_undoes_a_replacement_too() -> None:
+    """An injected "my dentist is Dr. Evil" supersedes the real value: restore brings the
+    real one back and the injected one becomes its history."""
+    assistant = _assistant(ScriptedModel())
+    try:
+        assert assistant.memory is not None
+        store = assistant.memory.store
+        real = store.remember("my dentist is Dr. Li").conclusion
+        fake = store.remember("my dentist is Dr. Evil", origin="job:inbox")
+        assert fake.action == "superseded" and store.get(real.id).status == "superseded"
+        restored = store.restore(real.id)
+        assert restored is not None and restored.status == "active"
+        assert store.get(fake.conclusion.id).status == "superseded"
+        assert [c.id for c in store.recall("who is my dentist?", 1)] == [real.id]
+    finally:
+        assistant.close()
 
 
 def test_a_confirmed_forget_retires_the_row_the_user_saw_or_nothing() -> None:

@@ -208,7 +208,7 @@ class PendingActions:
         self._expire(now)
         self.database.write(
             "UPDATE pending_actions SET seen_at = ?, expires_at = max(expires_at, ?) "
-            "WHERE status = 'pending' AND seen_at IS NULL",
+            "WHERE status = 'pending' AND seen_at IS NULL AND unattended = 1",
             (now, now + self.ttl_s),
         )
         rows = self.database.query(
