@@ -25,6 +25,7 @@ from memory.index import LazyVectors, Vectors
 from memory.lock import DataDirectoryLock
 from memory.redact import Redactor
 from memory.working import WorkingMemory
+from tools.arguments import replace_surrogates
 from tools.base import Tool
 from tools.confirm import PendingAction, PendingActions
 from tools.registry import ToolRegistry
@@ -187,6 +188,9 @@ class Assistant:
         unattended: bool = False,
     ) -> TurnOutcome:
         session = session or new_session_id()
+        # a file name with undecodable bytes (os.fsdecode's \udcXX) in a watch prompt, or a
+        # lone surrogate through the API, must not make the turn unstorable
+        text = replace_surrogates(text)
         origin, scope = self.unattended_run(trigger) if unattended else ("", None)
         if self.memory is not None:
             context = self.memory.compressor.context(session)

@@ -209,3 +209,19 @@ def test_fuzzed_hostile_calls_never_crash_a_turn(tmp_path_factory: Any, raws: li
         assert assistant.traces.turn(outcome.turn_id) is not None
     finally:
         assistant.close()
+
+
+def test_a_surrogate_in_the_users_text_or_a_watch_prompt_is_stored_not_a_crash() -> None:
+    """A file named with bytes that are not UTF-8 reaches a watch prompt as `\\udcff`."""
+    from assistant.app import Assistant
+    from assistant.config import load_settings
+
+    assistant = Assistant(load_settings())
+    try:
+        outcome = assistant.ask("summarise Inbox/caf\udce9.md", unattended=True)
+        assert outcome.stop_reason is not StopReason.MODEL_ERROR
+        assert (
+            assistant.working.load(outcome.session)[0]["content"] == "summarise Inbox/caf\ufffd.md"
+        )
+    finally:
+        assistant.close()
