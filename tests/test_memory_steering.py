@@ -442,3 +442,30 @@ def test_an_order_stored_before_the_upgrade_stays_out_of_the_prompt() -> None:
         assert INJECTED not in system
     finally:
         assistant.close()
+
+
+def test_a_job_keeps_its_write_scope(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _cli(
+        capsys,
+        "jobs",
+        "add",
+        "--every",
+        "1h",
+        "--prompt",
+        "digest",
+        "--name",
+        "digest",
+        "--write-scope",
+        "Daily",
+        "--write-scope",
+        "Assistant/Digests/",
+        "--json",
+    )
+    assert code == 0, out
+    assert json.loads(out)["write_scope"] == ["Daily/", "Assistant/Digests/"]
+    code, out = _cli(capsys, "jobs", "list", "--json")
+    assert json.loads(out)[0]["write_scope"] == ["Daily/", "Assistant/Digests/"]
+    code, out = _cli(
+        capsys, "jobs", "add", "--every", "1h", "--prompt", "x", "--write-scope", "../etc"
+    )
+    assert code == 1 and "inside the vault" in out
