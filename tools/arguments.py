@@ -22,6 +22,7 @@ MAX_DIGITS = 1000  # an integer longer than this is no id, count or amount a too
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+_LONG_DIGITS = re.compile(rf"\d{{{MAX_DIGITS + 1}}}")
 
 
 def escape_surrogates(text: str) -> str:
@@ -86,13 +87,6 @@ def _integer(text: str) -> int:
     return int(text)
 
 
-def _float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _Refused("INVALID_NUMBER", f"{text[:40]} is out of range for a number")
-    return value
-
-
 def strict_loads(raw: str) -> Any:
     """Strict JSON for arguments: raises `json.JSONDecodeError` for text that is not JSON
     (the caller may repair it) and `ToolError` for JSON a tool must never see."""
@@ -103,13 +97,14 @@ def strict_loads(raw: str) -> Any:
             f"the arguments nest {depth} levels deep; the limit is {MAX_DEPTH}",
         )
     try:
-        # not orjson: it reads an integer past 64 bits as a float, silently rounded
+        # not orjson: it reads an integer past 64 bits as a float, silently rounded. The
+        # integer hook only when a long run of digits is there (it costs a call per number);
+        # an overflowing float becomes inf, which check_value refuses
         value = json.loads(
             raw,
             object_pairs_hook=_pairs,
             parse_constant=_constant,
-            parse_int=_integer,
-            parse_float=_float,
+            parse_int=_integer if _LONG_DIGITS.search(raw) else None,
         )
     except _Refused as exc:
         raise ToolError(exc.code, exc.detail) from None
