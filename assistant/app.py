@@ -123,7 +123,13 @@ class Assistant:
             from tools.vault import vault_tools
 
             registered += vault_tools(self.vault, self.vault_index)
-        self.registry = ToolRegistry(registered)
+        from assistant.extensions import mcp_sources, plugin_tools
+
+        self.plugins: list[Any] = []
+        if tools is None:
+            found, self.plugins = plugin_tools({t.name for t in registered})
+            registered += found
+        self.registry = ToolRegistry(registered, sources=mcp_sources(settings))
         self.pending = PendingActions(self.database)
         limits = settings.loop
         self.runner = ToolRunner(
@@ -132,6 +138,16 @@ class Assistant:
             default_timeout_s=limits.tool_timeout_s,
             workers=limits.parallel_tools,
             cache_ttl_s=limits.cache_ttl_s,
+            pending=self.pending,
+            redact=self.redactor.data if safety.redact_tool_results else None,
+        )
+        # Calls from MCP clients (X1): the same tools and confirmations, a larger result.
+        self.served_runner = ToolRunner(
+            self.registry,
+            result_budget=settings.mcp.serve_result_chars,
+            default_timeout_s=limits.tool_timeout_s,
+            workers=limits.parallel_tools,
+            cache_ttl_s=0,
             pending=self.pending,
             redact=self.redactor.data if safety.redact_tool_results else None,
         )
@@ -218,6 +234,9 @@ class Assistant:
 
     def close(self) -> None:
         try:
+            from assistant.extensions import close_sources
+
+            close_sources(self.registry)
             if self.memory is not None:
                 self.memory.store.close()
             if self.vault_index is not None:

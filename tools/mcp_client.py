@@ -176,8 +176,9 @@ class McpConnection:
             wait = BACKOFF_S[min(self.crashes - 1, len(BACKOFF_S) - 1)]
             self._retry_at = self._clock() + wait
             serving = self._serving
-        log.warning("MCP server %s crashed: %s (restart allowed in %g s)", self.spec.name,
-                    error, wait)
+        log.warning(
+            "MCP server %s crashed: %s (restart allowed in %g s)", self.spec.name, error, wait
+        )
         if serving is not None:
             serving.cancel()
 
@@ -507,8 +508,9 @@ class McpToolSource:
             reason = self._refusal(foreign, adopted)
             if reason:
                 self.skipped.append({"tool": str(foreign.name), "reason": reason})
-                log.warning("MCP server %s: tool %r skipped: %s", self.spec.name,
-                            foreign.name, reason)
+                log.warning(
+                    "MCP server %s: tool %r skipped: %s", self.spec.name, foreign.name, reason
+                )
                 continue
             made = self._tool(foreign)
             adopted[made.name] = made

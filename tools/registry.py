@@ -48,6 +48,10 @@ class ToolRegistry:
         self._sources[source.group] = source
         return source
 
+    def registered(self) -> list[Tool]:
+        """The tools registered up front (no source is started)."""
+        return [self._tools[name] for name in sorted(self._tools)]
+
     @property
     def sources(self) -> list[ToolSource]:
         return list(self._sources.values())
