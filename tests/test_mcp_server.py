@@ -46,11 +46,13 @@ def over_stdio(params: StdioServerParameters, body: Session) -> Any:
 def over_http(url: str, token: str | None, body: Session) -> Any:
     async def main() -> Any:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        async with httpx2.AsyncClient(headers=headers, trust_env=False) as http:
-            async with streamable_http_client(url, http_client=http) as (read, write):
-                async with ClientSession(read, write) as session:
-                    await session.initialize()
-                    return await body(session)
+        async with (
+            httpx2.AsyncClient(headers=headers, trust_env=False) as http,
+            streamable_http_client(url, http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return await body(session)
 
     return anyio.run(main)
 
