@@ -31,9 +31,9 @@ from pydantic import BaseModel, Field
 from starlette.routing import BaseRoute
 
 from assistant import __version__, commands
-from assistant.commands import CommandError, Services
+from assistant.commands import Services
 from assistant.daemon.workqueue import QueueClosed
-from assistant.errors import AssistantError
+from assistant.errors import AssistantError, CommandError
 from memory.errors import StorageError
 
 log = logging.getLogger(__name__)
