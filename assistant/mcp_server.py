@@ -13,9 +13,10 @@ that a person confirms (`assistant confirm`, or the control API). Only when the 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from assistant import __version__
@@ -137,13 +138,22 @@ def serve_stdio(call: Call) -> int:
 
 
 class HttpEndpoint:
-    """`/mcp` on the daemon's control API: the SDK's streamable HTTP session manager."""
+    """`/mcp` on the daemon's control API: the SDK's streamable HTTP session manager.
+
+    Built on the first request, not at start: importing the SDK's server side takes about
+    a second here, which a daemon nobody connects to over MCP should not pay. The manager's
+    task group then lives in a task of its own until the API server shuts down.
+    """
 
     def __init__(self, call: Call) -> None:
-        from mcp.server.streamable_http_manager import (
-            StreamableHTTPASGIApp,
-            StreamableHTTPSessionManager,
-        )
+        self._call = call
+        self._app: Any = None
+        self._ready: Any = None
+        self._stop: Any = None
+        self._holder: Any = None
+
+    def _build(self) -> Any:
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
         from mcp.server.transport_security import TransportSecuritySettings
 
         security = TransportSecuritySettings(
@@ -151,16 +161,50 @@ class HttpEndpoint:
             allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
         )
-        self.manager = StreamableHTTPSessionManager(
-            app=build_server(call), security_settings=security
+        return StreamableHTTPSessionManager(
+            app=build_server(self._call), security_settings=security
         )
-        self.app = StreamableHTTPASGIApp(self.manager)
+
+    async def _open(self) -> None:
+        import asyncio
+
+        import anyio
+        from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+
+        manager = await anyio.to_thread.run_sync(self._build)
+        running, self._stop = asyncio.Event(), asyncio.Event()
+
+        async def hold() -> None:
+            async with manager.run():
+                running.set()
+                await self._stop.wait()
+
+        self._holder = asyncio.get_running_loop().create_task(hold())
+        await running.wait()
+        self._app = StreamableHTTPASGIApp(manager)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        import asyncio
+
+        if self._app is None:
+            if self._ready is None:
+                self._ready = asyncio.Lock()
+            async with self._ready:
+                if self._app is None:
+                    await self._open()
+        await self._app(scope, receive, send)
 
     def route(self, path: str = "/mcp") -> Any:
         from starlette.routing import Route
 
-        return Route(path, endpoint=self.app, methods=["GET", "POST", "DELETE"])
+        return Route(path, endpoint=self, methods=["GET", "POST", "DELETE"])
 
-    def lifespan(self, app: Any = None) -> Any:
-        """The session manager's task group, for the lifetime of the API server."""
-        return self.manager.run()
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Any = None) -> AsyncIterator[None]:
+        """Nothing to start; at shutdown, the session manager (if built) stops."""
+        try:
+            yield
+        finally:
+            if self._stop is not None:
+                self._stop.set()
+                await self._holder

@@ -42,7 +42,7 @@ PREFIX = "mcp"
 NAME_LIMIT = 64  # OpenAI function names: ^[a-zA-Z0-9_-]{1,64}$
 DESCRIPTION_LIMIT = 1024
 ERROR_TEXT_LIMIT = 2000
-BACKOFF_S = (1.0, 2.0, 5.0, 15.0, 30.0)
+BACKOFF_S = (1.0, 2.0, 5.0, 15.0, 30.0, 60.0, 300.0)  # waits before the next start
 SERVER_NAME = re.compile(r"^[A-Za-z0-9-]{1,24}$")
 
 
