@@ -428,3 +428,37 @@ def test_a_job_and_a_file_trigger_leave_mcp_actions_pending(tmp_path: Path, repo
         assert git_log(repo) == ["first"]
     finally:
         daemon.stop()
+
+
+# -- configuration -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("block", "complaint"),
+    [
+        ('name = "a"\ncommand = "x"\nurl = "http://127.0.0.1:1/mcp"', "not both"),
+        ('name = "a"', "not neither"),
+        ('name = "a_b"\ncommand = "x"', "mcp.servers.0.name"),
+        ('name = "a"\nurl = "ftp://host/mcp"', "http:// or https://"),
+        ('name = "a"\ncommand = "x"\ntimeout_s = 0', "mcp.servers.0.timeout_s"),
+        ('name = "a"\ncommand = "x"\nwhat = 1', "unknown key"),
+    ],
+)
+def test_bad_server_entries_are_named(block: str, complaint: str) -> None:
+    from assistant.errors import ConfigError
+
+    home = Path(os.environ["ASSISTANT_HOME"])
+    (home / "config.toml").write_text(f"[[mcp.servers]]\n{block}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="config.toml") as error:
+        load_settings()
+    assert complaint in str(error.value)
+
+
+def test_two_servers_with_one_name_are_refused() -> None:
+    from assistant.errors import ConfigError
+
+    home = Path(os.environ["ASSISTANT_HOME"])
+    entry = '[[mcp.servers]]\nname = "a"\ncommand = "x"\n'
+    (home / "config.toml").write_text(entry + entry, encoding="utf-8")
+    with pytest.raises(ConfigError, match="two MCP servers are named 'a'"):
+        load_settings()
