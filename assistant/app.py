@@ -132,6 +132,7 @@ class Assistant:
         self.registry = ToolRegistry(registered, sources=mcp_sources(settings))
         self.pending = PendingActions(self.database)
         limits = settings.loop
+        sequential = threading.Lock()  # sequential tools never overlap, turn or MCP client
         self.runner = ToolRunner(
             self.registry,
             result_budget=limits.result_budget_chars,
@@ -140,6 +141,7 @@ class Assistant:
             cache_ttl_s=limits.cache_ttl_s,
             pending=self.pending,
             redact=self.redactor.data if safety.redact_tool_results else None,
+            sequential_lock=sequential,
         )
         # Calls from MCP clients (X1): the same tools and confirmations, a larger result.
         self.served_runner = ToolRunner(
@@ -150,6 +152,7 @@ class Assistant:
             cache_ttl_s=0,
             pending=self.pending,
             redact=self.redactor.data if safety.redact_tool_results else None,
+            sequential_lock=sequential,
         )
 
     def _open_vault(self) -> tuple[Any, Any]:

@@ -449,7 +449,7 @@ def test_bad_server_entries_are_named(block: str, complaint: str) -> None:
 
     home = Path(os.environ["ASSISTANT_HOME"])
     (home / "config.toml").write_text(f"[[mcp.servers]]\n{block}\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match="config.toml") as error:
+    with pytest.raises(ConfigError, match=r"config\.toml") as error:
         load_settings()
     assert complaint in str(error.value)
 

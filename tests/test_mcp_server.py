@@ -254,3 +254,6 @@ def test_assistant_mcp_forwards_to_the_running_daemon(daemon: DaemonProcess) -> 
     assert not done.is_error, done.content[0].text
     stored = daemon.cli_json("memory", "search", "dentist")
     assert any("Dr. Li" in row["text"] for row in stored)  # the daemon holds it
+    listed = daemon.cli_json("tools")  # through the control API
+    rows = {row["name"]: row for row in listed["tools"]}
+    assert rows["vault_move"]["needs_confirmation"] and rows["vault_move"]["source"] == "built-in"
