@@ -181,6 +181,8 @@ class OpenAIChatModel:
             if flattened:
                 self.caps.learn("stored tool messages were refused; history is sent as text")
                 self.caps.flatten_history = True
+            if reply.reasoning:  # shown with -v only; the trace keeps it whole
+                log.info("model reasoning: %s", one_line(reply.reasoning, 400))
             return reply
 
     def _request(
