@@ -280,3 +280,42 @@ def test_context_window_keeps_oversized_requests_from_being_sent(server, assista
     assert outcome.answer == "Sure."
     for body in server.requests:
         assert len(json.dumps(body["messages"])) // 4 + body["max_tokens"] <= 1200 + 200
+
+
+def test_reasoning_stays_out_of_answer_and_history_but_is_in_the_trace(server, assistant_for):
+    server.profile.shape = "vllm"
+    server.script(
+        completion("It is 89.", reasoning="40 plus 49: carry the one, 89."),
+        completion("<think>greeting</think>Hello!"),
+    )
+    assistant = assistant_for()
+    outcome = assistant.ask("what is 40 + 49?", session="r")
+    assistant.ask("hi", session="r")
+    assert outcome.answer == "It is 89."
+    assert all("carry the one" not in json.dumps(m) for m in stored(assistant, "r"))
+    assert "carry the one" not in json.dumps(server.requests[1]["messages"])
+    assert "greeting" not in json.dumps(stored(assistant, "r"))
+    traced = assistant.traces.turn(outcome.turn_id)
+    assert "carry the one" in json.dumps(traced["requests"])
+
+
+def test_retry_after_is_what_the_wait_is_made_of(server):
+    import httpx
+    import openai
+
+    from assistant.config import ModelSettings
+    from assistant.openai_model import OpenAIChatModel
+
+    model = OpenAIChatModel(ModelSettings(base_url=server.base_url, api_key="t", name="m"))
+
+    def status(code: int, headers: dict[str, str]) -> openai.APIStatusError:
+        request = httpx.Request("POST", server.base_url)
+        response = httpx.Response(code, headers=headers, request=request)
+        kind = openai.RateLimitError if code == 429 else openai.APIStatusError
+        return kind("x", response=response, body=None)
+
+    assert model._retry_pause(status(429, {"retry-after": "7"}), 0) == 7.0
+    assert model._retry_pause(status(503, {"retry-after-ms": "250"}), 0) == 0.25
+    assert model._retry_pause(status(500, {"retry-after": "1"}), 0) is None
+    assert model._retry_pause(status(400, {}), 0) is None
+    assert 0 < model._retry_pause(status(502, {}), 1) <= 1.25
