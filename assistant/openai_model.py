@@ -131,7 +131,8 @@ class OpenAIChatModel:
             try:
                 return self._complete(messages, None, temperature, timeout_s, None, response_format)
             except ModelRequestError as exc:
-                if mode == "text" or isinstance(exc, ModelContextOverflow):
+                refused_payload = getattr(exc, "status", None) in (400, 422, 500)
+                if mode == "text" or not refused_payload:
                     raise
                 following = JSON_MODES[JSON_MODES.index(mode) + 1]
                 self.caps.json_mode = following
@@ -248,7 +249,7 @@ class OpenAIChatModel:
             caps.stream = False
             caps.learn(f"streaming refused ({error}); asking for whole replies")
             return True
-        if "tool_choice" in request and "tool_choice" in text:
+        if "tool_choice" in request and re.search(r"tool[_ ]choice", text):
             caps.tool_choice = False
             caps.learn(f"tool_choice refused ({error}); not sent again")
             return True
@@ -373,7 +374,11 @@ class OpenAIChatModel:
                     f"{where}: the request is too long for the model: {detail}"
                 )
             if status < 500 or (status == 500 and _VALIDATION.search(detail)):
-                return ModelRequestError(f"{where} rejected the request (HTTP {status}): {detail}")
+                rejected = ModelRequestError(
+                    f"{where} rejected the request (HTTP {status}): {detail}"
+                )
+                rejected.status = status
+                return rejected
             tried = f" after {retries} retries" if status in RETRY_STATUSES else ""
             return ModelServerError(f"{where} answered HTTP {status}{tried}: {detail}")
         if isinstance(exc, openai.APIError):

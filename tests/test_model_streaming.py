@@ -175,3 +175,15 @@ def test_a_streamed_answer_cut_by_the_token_limit_says_so(server):
     reply = model_for(server, max_tokens=64).complete(ASK, None, temperature=0)
     assert reply.truncated and reply.content == "The first half of"
     assert server.requests[0]["max_tokens"] == 64
+
+
+def test_the_daemon_throttle_passes_streamed_text_and_structured_requests_through(server):
+    from assistant.daemon.workqueue import ThrottledModel
+
+    server.script(completion("Streamed through the throttle."), completion('{"summary": "s"}'))
+    throttled = ThrottledModel(model_for(server), limit=1)
+    pieces: list[str] = []
+    reply = throttled.complete(ASK, None, temperature=0, timeout_s=10, on_delta=pieces.append)
+    assert "".join(pieces) == reply.content == "Streamed through the throttle."
+    schema = {"type": "object", "properties": {"summary": {"type": "string"}}}
+    assert throttled.complete_json(ASK, schema, name="summary").content == '{"summary": "s"}'
