@@ -187,3 +187,21 @@ def test_the_daemon_throttle_passes_streamed_text_and_structured_requests_throug
     assert "".join(pieces) == reply.content == "Streamed through the throttle."
     schema = {"type": "object", "properties": {"summary": {"type": "string"}}}
     assert throttled.complete_json(ASK, schema, name="summary").content == '{"summary": "s"}'
+
+
+def test_a_refused_connection_is_retried_with_backoff(monkeypatch):
+    import socket
+
+    from assistant.errors import ModelUnavailable
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    pauses: list[float] = []
+    monkeypatch.setattr("assistant.openai_model.time.sleep", pauses.append)
+    model = OpenAIChatModel(
+        ModelSettings(base_url=f"http://127.0.0.1:{port}/v1", api_key="t", name="m", max_retries=2)
+    )
+    with pytest.raises(ModelUnavailable):
+        model.complete(ASK, None, temperature=0, timeout_s=30)
+    assert len(pauses) == 2 and pauses[1] > pauses[0] * 1.2
