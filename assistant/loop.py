@@ -286,7 +286,12 @@ class _TurnState:
         elif (composed := composed_answer(self.calls)) is not None:
             answer, self.truncated = composed, False
         else:
-            empty = ModelEmptyReply("the model returned an empty answer, also when asked again")
+            empty = ModelEmptyReply(
+                "the model reached its token limit ([model] max_tokens) before answering"
+                if self.truncated
+                else "the model returned an empty answer, also when asked again"
+            )
+            self.truncated = False
             return self.finish(f"The model endpoint failed: {empty}", StopReason.MODEL_ERROR, empty)
         self.append({"role": "assistant", "content": answer})
         return self.finish(answer, StopReason.FINAL)
