@@ -462,3 +462,39 @@ def test_two_servers_with_one_name_are_refused() -> None:
     (home / "config.toml").write_text(entry + entry, encoding="utf-8")
     with pytest.raises(ConfigError, match="two MCP servers are named 'a'"):
         load_settings()
+
+
+def test_foreign_schemas_are_kept_portable_and_still_enforced() -> None:
+    from mcp import types
+
+    from tools.mcp_client import McpToolSource, ServerSpec
+
+    source = McpToolSource(ServerSpec(name="s", command="unused"))
+    listed = [
+        types.Tool(
+            name="tagged",
+            input_schema={
+                "type": "object",
+                "properties": {"tag": {"type": "string", "pattern": "^[a-z]+$"}},
+                "required": ["tag"],
+            },
+            annotations=types.ToolAnnotations(read_only_hint=True),
+        ),
+        types.Tool(
+            name="refs",
+            input_schema={
+                "type": "object",
+                "properties": {"a": {"$ref": "#/$defs/A"}},
+                "$defs": {"A": {"type": "string"}},
+            },
+        ),
+        types.Tool(name="broken", input_schema={"type": "object", "required": "tag"}),
+    ]
+    (tagged,) = source._adopt(listed)
+    assert "pattern" not in json.dumps(tagged.definition)  # what the model sees is portable
+    assert tagged.args_model.model_validate({"tag": "abc"}).model_dump() == {"tag": "abc"}
+    with pytest.raises(ValueError, match="does not match"):
+        tagged.args_model.model_validate({"tag": "ABC!"})  # the server's rule still holds
+    skipped = {item["tool"]: item["reason"] for item in source.skipped}
+    assert "portable subset" in skipped["refs"]
+    assert set(skipped) == {"refs", "broken"}

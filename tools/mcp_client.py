@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from tools.base import ActionPreview, Tool, ToolContext, ToolError
-from tools.schema_check import portable_problems
+from tools.schema_subset import check_portable, make_portable
 
 log = logging.getLogger(__name__)
 
@@ -522,7 +522,9 @@ class McpToolSource:
         if tool_name(self.spec.name, foreign.name) in adopted:
             return "its name clashes with another tool of this server once made safe"
         schema = foreign.input_schema
-        problems = portable_problems(schema)
+        # What is only validation (patterns, formats, long bounds) is dropped from what the
+        # model sees and still checked against the server's own schema; what is left must fit.
+        problems = check_portable(make_portable(schema))
         if problems:
             return "its input schema is outside the portable subset: " + "; ".join(problems[:3])
         from jsonschema import Draft202012Validator
