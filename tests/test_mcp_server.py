@@ -257,3 +257,47 @@ def test_assistant_mcp_forwards_to_the_running_daemon(daemon: DaemonProcess) -> 
     listed = daemon.cli_json("tools")  # through the control API
     rows = {row["name"]: row for row in listed["tools"]}
     assert rows["vault_move"]["needs_confirmation"] and rows["vault_move"]["source"] == "built-in"
+
+
+def test_a_streamable_http_server_as_a_tool_source(
+    daemon: DaemonProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Our client over HTTP (`url` + `headers`), against a real server: another data
+    directory's daemon. Its reads run; its move is destructive, so it waits for a yes here."""
+    from assistant.app import Assistant
+    from assistant.config import load_settings
+    from assistant.extensions import mcp_status
+    from assistant.testing import ScriptedModel, calls, text
+
+    url = daemon.api["url"] + "/mcp"
+    home = tmp_path / "client-home"
+    home.mkdir()
+    monkeypatch.setenv("ASSISTANT_HOME", str(home))
+    good = f'[[mcp.servers]]\nname = "notes"\nurl = "{url}"\n'
+    good += f'headers = {{ Authorization = "Bearer {daemon.token}" }}\n'
+    bad = f'[[mcp.servers]]\nname = "nokey"\nurl = "{url}"\nstart_timeout_s = 10\n'
+    (home / "config.toml").write_text(good + bad, encoding="utf-8")
+    settings = load_settings()
+    settings.memory.enabled = False
+    model = ScriptedModel(
+        [
+            calls(
+                ("mcp_notes_vault_search", {"query": "release checklist"}),
+                ("mcp_notes_vault_move", {"path": "Inbox/Ideas to sort.md", "new_path": "X.md"}),
+            ),
+            text("found it; the move waits for you"),
+        ]
+    )
+    assistant = Assistant(settings, model=model)
+    try:
+        search, move = assistant.ask("find the release checklist").tool_calls
+        assert search.status == "ok", search.result
+        assert "Release Checklist" in search.result["content"]
+        assert move.status == "pending_confirmation"
+        assert (daemon.vault / "Inbox" / "Ideas to sort.md").exists()
+        states = {s["name"]: s for s in mcp_status(assistant.registry)}
+        assert states["notes"]["state"] == "running" and states["notes"]["transport"] == "http"
+        assert states["nokey"]["state"] == "failed", states["nokey"]
+        assert "HTTP 401" in states["nokey"]["error"]
+    finally:
+        assistant.close()

@@ -106,6 +106,7 @@ class McpConnection:
         self.starts = 0
         self.crashes = 0
         self._retry_at = 0.0
+        self._http_refusal: str | None = None
 
     # -- life cycle ---------------------------------------------------------------------
 
@@ -149,7 +150,7 @@ class McpConnection:
                 "MCP_SERVER_UNAVAILABLE", f"{self._who()} {self.error}"
             ) from None
         except Exception as exc:  # noqa: BLE001 - any start failure is reported, not raised
-            self._failed(_describe(exc))
+            self._failed(self._why(exc))
             raise ServerUnavailable(
                 "MCP_SERVER_UNAVAILABLE", f"{self._who()} failed to start: {self.error}"
             ) from None
@@ -215,7 +216,14 @@ class McpConnection:
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
+            async def note_refusal(response: Any) -> None:
+                if response.status_code >= 400:  # the SDK reports only "an error response"
+                    self._http_refusal = (
+                        f"HTTP {response.status_code} {response.reason_phrase} from {spec.url}"
+                    )
+
             client = httpx2.AsyncClient(
+                event_hooks={"response": [note_refusal]},
                 headers=dict(spec.headers),
                 timeout=httpx2.Timeout(spec.timeout_s, read=max(spec.timeout_s, 300.0)),
                 trust_env=False,  # a proxy must never see the headers (tokens) of a local server
@@ -287,15 +295,19 @@ class McpConnection:
         if isinstance(exc, MCPError) and exc.code != CONNECTION_CLOSED:
             return ToolError(
                 "MCP_ERROR",
-                f"{self._who()} refused {what}: {_cut(exc.message, ERROR_TEXT_LIMIT)}",
+                f"{self._who()} refused {what}: {_cut(self._why(exc), ERROR_TEXT_LIMIT)}",
                 code=exc.code,
             )
-        self._crashed(_describe(exc))
+        self._crashed(self._why(exc))
         return ToolError(
             "MCP_SERVER_CRASHED",
-            f"{self._who()} stopped while answering {what} ({_describe(exc)}); it is "
+            f"{self._who()} stopped while answering {what} ({self._why(exc)}); it is "
             "restarted on a later call",
         )
+
+    def _why(self, exc: BaseException) -> str:
+        refusal, self._http_refusal = self._http_refusal, None
+        return f"{_describe(exc)} ({refusal})" if refusal else _describe(exc)
 
     def list_tools(self) -> list[Any]:
         tools: list[Any] = []
