@@ -313,14 +313,31 @@ def test_a_tool_named_like_ours_stays_in_its_own_namespace(
         assistant.close()
 
 
-def test_huge_crashing_hanging_and_failing_tools_get_clear_errors(
-    assistant_with: Any, tmp_path: Path
-) -> None:
+def test_a_huge_result_is_cut_and_a_failure_is_named(assistant_with: Any, tmp_path: Path) -> None:
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    model = ScriptedModel([calls(("mcp_hostile_huge", {}), ("mcp_hostile_fail", {})), text("ok")])
+    assistant = assistant_with(hostile_server(markers, extra="timeout_s = 120\n"), model)
+    huge, fail = outcome_calls(assistant.ask("fetch the big one"))
+    assert huge.status == "ok", huge.result
+    assert len(huge.content) <= assistant.settings.loop.result_budget_chars + 200
+    assert len(huge.result["content"]) == 100_000 and "5,000,000" in huge.result["truncated"]
+    assert fail.status == "MCP_TOOL_ERROR" and "fail" in fail.result["detail"]
+    trace = json.dumps(assistant.traces.turn(outcome_calls_turn(assistant)))
+    assert len(trace) < 1_000_000  # the trace keeps the capped result, not 5 MB
+
+
+def outcome_calls_turn(assistant: Assistant) -> str:
+    turn = assistant.traces.last_turn_id()
+    assert turn is not None
+    return turn
+
+
+def test_hanging_and_crashing_servers_get_clear_errors(assistant_with: Any, tmp_path: Path) -> None:
     markers = tmp_path / "markers"
     markers.mkdir()
     model = ScriptedModel(
         [
-            calls(("mcp_hostile_huge", {}), ("mcp_hostile_fail", {})),
             calls(("mcp_hostile_hang", {})),
             calls(("mcp_hostile_crash", {})),
             calls(("mcp_hostile_weather", {"city": "Oslo"})),
@@ -328,13 +345,7 @@ def test_huge_crashing_hanging_and_failing_tools_get_clear_errors(
         ]
     )
     assistant = assistant_with(hostile_server(markers), model, max_tool_failures=5)
-    outcome = assistant.ask("try everything")
-    huge, fail, hang, crash, after_crash = outcome_calls(outcome)
-
-    assert huge.status == "ok"
-    assert len(huge.content) <= assistant.settings.loop.result_budget_chars + 200
-    assert len(huge.result["content"]) == 100_000 and "5,000,000" in huge.result["truncated"]
-    assert fail.status == "MCP_TOOL_ERROR" and "fail" in fail.result["detail"]
+    hang, crash, after_crash = outcome_calls(assistant.ask("try everything"))
     assert hang.status == "TIMEOUT" and "within 3 s" in hang.result["detail"]
     assert crash.status == "MCP_SERVER_CRASHED" and "hostile" in crash.result["detail"]
     assert after_crash.status == "MCP_SERVER_UNAVAILABLE"  # backoff before the restart

@@ -47,7 +47,10 @@ def over_http(url: str, token: str | None, body: Session) -> Any:
     async def main() -> Any:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         async with (
-            httpx2.AsyncClient(headers=headers, trust_env=False) as http,
+            # as the SDK's docs advise: a long read timeout (httpx's default is 5 s)
+            httpx2.AsyncClient(
+                headers=headers, trust_env=False, timeout=httpx2.Timeout(30, read=300)
+            ) as http,
             streamable_http_client(url, http_client=http) as (read, write),
             ClientSession(read, write) as session,
         ):
@@ -235,7 +238,11 @@ def test_daemon_serves_mcp_over_http_behind_its_token(daemon: DaemonProcess) -> 
             opener.open(request, timeout=30)
         assert refused.value.code == 401
 
-    done = over_http(url, daemon.token, exercise)
+    try:
+        done = over_http(url, daemon.token, exercise)
+    except BaseException:
+        print(daemon.stderr())  # what the daemon said, for the failure report
+        raise
     action = check_exercise(done, daemon.vault)
     pending = daemon.cli_json("pending")
     assert [a["id"] for a in pending] == [action]
