@@ -175,6 +175,13 @@ class Assistant:
         )
         return vault, index
 
+    def _offline_groups(self) -> list[str] | None:
+        """The offline planner never calls a foreign tool: offering them would only start
+        every configured MCP server for nothing."""
+        if not self.registry.sources:
+            return None
+        return sorted({tool.group for tool in self.registry.registered()})
+
     @property
     def offline(self) -> bool:
         return self.model.name == OFFLINE_MODEL_NAME
@@ -214,6 +221,7 @@ class Assistant:
             temperature=self.settings.model.temperature,
             cancel=cancel,
             unattended=unattended,
+            tool_groups=self._offline_groups() if self.offline else None,
         )
         try:
             outcome = run_turn(turn)

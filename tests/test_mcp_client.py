@@ -347,6 +347,7 @@ def test_hanging_and_crashing_servers_get_clear_errors(assistant_with: Any, tmp_
     assistant = assistant_with(hostile_server(markers), model, max_tool_failures=5)
     hang, crash, after_crash = outcome_calls(assistant.ask("try everything"))
     assert hang.status == "TIMEOUT" and "within 3 s" in hang.result["detail"]
+    assert (hang.result["server"], hang.result["tool"]) == ("hostile", "hang")
     assert crash.status == "MCP_SERVER_CRASHED" and "hostile" in crash.result["detail"]
     assert after_crash.status == "MCP_SERVER_UNAVAILABLE"  # backoff before the restart
     assert "next start" in after_crash.result["detail"]
@@ -381,6 +382,22 @@ def test_servers_start_only_when_a_tool_is_needed(tmp_path: Path) -> None:
         assert source.status()["state"].startswith("not started")
         assert assistant.registry.get("calc_evaluate") is not None
         assert source.status()["state"].startswith("not started")
+    finally:
+        assistant.close()
+
+
+def test_an_offline_turn_starts_no_server(tmp_path: Path) -> None:
+    """The offline planner cannot call foreign tools, so its turns do not offer them."""
+    home = Path(os.environ["ASSISTANT_HOME"])
+    (home / "config.toml").write_text(time_server(), encoding="utf-8")
+    settings = load_settings()
+    settings.memory.enabled = False
+    assistant = Assistant(settings)  # no endpoint: the offline planner
+    try:
+        assert assistant.offline
+        outcome = assistant.ask("15加27等于多少")
+        assert "42" in outcome.answer
+        assert assistant.registry.sources[0].status()["state"].startswith("not started")
     finally:
         assistant.close()
 

@@ -560,7 +560,14 @@ class McpToolSource:
 
         def call(args: BaseModel) -> dict[str, Any]:
             arguments = args.model_dump(mode="json")
-            return result_payload(spec, foreign_name, connection.call_tool(foreign_name, arguments))
+            try:
+                return result_payload(
+                    spec, foreign_name, connection.call_tool(foreign_name, arguments)
+                )
+            except ToolError as exc:  # the trace names the server and tool of every failure
+                exc.extra.setdefault("server", spec.name)
+                exc.extra.setdefault("tool", foreign_name)
+                raise
 
         def preview(args: BaseModel, context: ToolContext) -> ActionPreview:
             shown = json.dumps(args.model_dump(mode="json"), ensure_ascii=False)
