@@ -18,11 +18,12 @@ import functools
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
+from urllib.parse import quote, unquote
 
 from assistant import __version__
 from assistant.errors import AssistantError
 
-RESOURCE_SCHEME = "vault://"  # a note is the resource vault://PATH
+RESOURCE_SCHEME = "vault://"  # a note is the resource vault://PATH (percent-encoded)
 MAX_RESOURCES = 1000
 INSTRUCTIONS = (
     "Tools over the user's long-term memory and markdown notes. Tools marked destructive "
@@ -83,7 +84,7 @@ def build_server(call: Call) -> Any:
         return types.ListResourcesResult(
             resources=[
                 types.Resource(
-                    uri=RESOURCE_SCHEME + note["path"],
+                    uri=RESOURCE_SCHEME + quote(note["path"], safe="/"),
                     name=note["path"],
                     title=note.get("title") or None,
                     mime_type="text/markdown",
@@ -102,7 +103,7 @@ def build_server(call: Call) -> Any:
         if not uri.startswith(RESOURCE_SCHEME):
             raise MCPError(INVALID_PARAMS, f"unknown resource {uri!r}; notes are vault://PATH")
         try:
-            note = await run("vault_read", path=uri[len(RESOURCE_SCHEME) :])
+            note = await run("vault_read", path=unquote(uri[len(RESOURCE_SCHEME) :]))
         except AssistantError as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from None
         text = note.get("content") or note.get("text") or ""

@@ -75,7 +75,7 @@ async def exercise(session: ClientSession) -> dict[str, Any]:
         "vault_move", {"path": "Inbox/From MCP.md", "new_path": "Archive/From MCP.md"}
     )
     resources = (await session.list_resources()).resources
-    read = await session.read_resource("vault://Inbox/From MCP.md")
+    read = await session.read_resource("vault://Inbox/From%20MCP.md")
     return {
         "tools": listed,
         "found": found,
@@ -106,7 +106,8 @@ def check_exercise(done: dict[str, Any], vault: Path) -> str:
     assert not done["created"].is_error, done["created"].content[0].text
     written = (vault / "Inbox" / "From MCP.md").read_text(encoding="utf-8")
     assert "written by an MCP client" in written
-    assert "vault://Inbox/From MCP.md" in done["resources"]
+    assert "vault://Inbox/From%20MCP.md" in done["resources"]  # a valid URI
+    assert "vault://Projects/%E6%95%B0%E6%8D%AE%E5%BA%93%E9%80%89%E5%9E%8B.md" in done["resources"]
     assert "written by an MCP client" in done["read"]
 
     pending = text_of(done["move"])

@@ -100,6 +100,7 @@ class McpConnection:
         self._session: Any = None
         self._stop: asyncio.Event | None = None
         self._serving: concurrent.futures.Future[None] | None = None
+        self._current: concurrent.futures.Future[Any] | None = None  # the live start's
         self.state = "not started"
         self.error: str | None = None
         self.server_info: dict[str, str] = {}
@@ -138,6 +139,7 @@ class McpConnection:
     def _start(self) -> Any:
         loop = self._ensure_loop()
         ready: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._current = ready
         self.starts += 1
         self.state = "starting"
         self._serving = asyncio.run_coroutine_threadsafe(self._serve(ready), loop)
@@ -167,9 +169,9 @@ class McpConnection:
         self._retry_at = self._clock() + BACKOFF_S[max(attempt, 0)]
         log.warning("MCP server %s: %s", self.spec.name, error)
 
-    def _crashed(self, error: str) -> None:
+    def _crashed(self, error: str, start: concurrent.futures.Future[Any] | None = None) -> None:
         with self._lock:
-            if self.state != "running":
+            if self.state != "running" or (start is not None and start is not self._current):
                 return
             self.crashes += 1
             self._session = None
@@ -206,7 +208,10 @@ class McpConnection:
             if not ready.done():
                 ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(str(exc)))
             elif not isinstance(exc, asyncio.CancelledError | GeneratorExit):
-                self._crashed(_describe(exc))
+                # not on this loop's thread: a caller may hold the lock while it waits here
+                asyncio.get_running_loop().run_in_executor(
+                    None, self._crashed, _describe(exc), ready
+                )
             if not isinstance(exc, Exception):
                 raise
 
@@ -226,7 +231,8 @@ class McpConnection:
                 event_hooks={"response": [note_refusal]},
                 headers=dict(spec.headers),
                 timeout=httpx2.Timeout(spec.timeout_s, read=max(spec.timeout_s, 300.0)),
-                trust_env=False,  # a proxy must never see the headers (tokens) of a local server
+                # no proxy (nor its view of the headers' tokens) for a server on this machine
+                trust_env=not _loopback(spec.url),
             )
             stack.push_async_callback(client.aclose)
             return streamable_http_client(spec.url, http_client=client)
@@ -346,6 +352,19 @@ class McpConnection:
             "starts": self.starts,
             "crashes": self.crashes,
         }
+
+
+def _loopback(url: str) -> bool:
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(url).hostname or "").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _describe(exc: BaseException) -> str:
