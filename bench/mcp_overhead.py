@@ -15,7 +15,7 @@ both; medians per call/turn, side by side, and the median of per-round ratios. S
 the server costs (start + tools/list), median of `--first-uses`.
 
     python bench/mcp_overhead.py [--rounds 15] [--per-round 20] [--opens 15]
-                                 [--first-uses 5] [--json]
+                                 [--first-uses 5] [--daemon-starts 0] [--json]
 """
 
 from __future__ import annotations
@@ -179,12 +179,53 @@ def measure_startup(opens: int, first_uses: int, home: Path) -> dict[str, Any]:
     }
 
 
+def daemon_start_s(home: Path, config: str) -> float:
+    """Seconds from `assistant daemon` to its published, answering control API."""
+    import subprocess
+
+    from assistant.client import discover
+
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(config, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ASSISTANT_"))}
+    env["ASSISTANT_HOME"] = str(home)
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "assistant", "daemon"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        while discover(home, wait_s=0) is None:
+            if proc.poll() is not None or time.perf_counter() - started > 300:
+                raise RuntimeError("the daemon did not start")
+            time.sleep(0.05)
+        return time.perf_counter() - started
+    finally:
+        proc.terminate()
+        proc.wait(60)
+
+
+def measure_daemon(starts: int, home: Path) -> dict[str, Any]:
+    without, with_server = [], []
+    for i in range(starts):
+        without.append(daemon_start_s(home / f"daemon-{i}-none", ""))
+        with_server.append(daemon_start_s(home / f"daemon-{i}-time", TIME_SERVER))
+    return {
+        "daemon_start_no_server_s": round(statistics.median(without), 2),
+        "daemon_start_idle_server_s": round(statistics.median(with_server), 2),
+        "starts_each": starts,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--per-round", type=int, default=20)
     parser.add_argument("--opens", type=int, default=15)
     parser.add_argument("--first-uses", type=int, default=5)
+    parser.add_argument("--daemon-starts", type=int, default=0, help="also time daemon starts")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="mcp-bench-") as tmp:
@@ -194,6 +235,8 @@ def main() -> None:
             "startup": measure_startup(args.opens, args.first_uses, home),
             "cpus": os.cpu_count(),
         }
+        if args.daemon_starts:
+            report["daemon"] = measure_daemon(args.daemon_starts, home)
     if args.json:
         print(json.dumps(report))
         return
@@ -210,6 +253,11 @@ def main() -> None:
     print(f"  one idle server configured      {s['open_close_idle_server_ms']:8.2f} ms")
     print(f"  added by the idle server        {s['added_by_idle_server_ms']:8.2f} ms")
     print(f"  first use (start + tools/list)  {s['first_use_start_and_list_ms']:8.1f} ms")
+    if "daemon" in report:
+        d = report["daemon"]
+        print(f"Daemon start to a published API (median of {d['starts_each']}):")
+        print(f"  no server configured            {d['daemon_start_no_server_s']:8.2f} s")
+        print(f"  one idle server configured      {d['daemon_start_idle_server_s']:8.2f} s")
 
 
 if __name__ == "__main__":
