@@ -22,12 +22,18 @@ from assistant.config import load_settings
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _corrupt(home: Path, *, keep_header: bool) -> bytes:
-    """Overwrite Chroma's SQLite file: its header (not a database at all) or its pages."""
+def _corrupt(home: Path, *, keep_header: bool, how: str = "random") -> bytes:
+    """Damage Chroma's SQLite file: its header (not a database at all) or its pages, with
+    random bytes, zeros, or by cutting it short."""
     db = home / "chroma" / "chroma.sqlite3"
     data = bytearray(db.read_bytes())
     start = 100 if keep_header else 0
-    data[start:] = os.urandom(len(data) - start)
+    if how == "truncate":
+        data = data[: max(len(data) // 3, start + 1)]
+    elif how == "zeros":
+        data[start : len(data) // 2] = bytes(len(data) // 2 - start)
+    else:
+        data[start:] = os.urandom(len(data) - start)
     db.write_bytes(bytes(data))
     return bytes(data)
 
@@ -67,13 +73,16 @@ def test_corrupt_at_open_is_moved_aside_and_rebuilt(
     assert any("was corrupt" in line and "moved aside" in line for line in logged)
 
 
-def test_corrupt_while_in_use_is_recovered_and_the_write_goes_through(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["random", "zeros", "truncate"])
+def test_corrupt_while_in_use_is_recovered_and_the_write_goes_through(
+    tmp_path: Path, how: str
+) -> None:
     assistant = Assistant(load_settings())
     try:
         assert assistant.memory is not None
         store = assistant.memory.store
         first = store.remember("my dentist is Dr. Li").conclusion
-        _corrupt(tmp_path, keep_header=True)  # the open client meets it on its next query
+        _corrupt(tmp_path, keep_header=True, how=how)  # met by the open client's next query
         second = store.remember("my car is a Volvo").conclusion
         assert _vector_ids(assistant) == {first.id, second.id}
         assert [c.id for c in store.recall("what car do I drive", 1)] == [second.id]

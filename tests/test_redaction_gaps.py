@@ -243,9 +243,11 @@ def test_a_vault_folder_the_assistant_creates_keeps_the_vaults_mode(
         assert create is not None
         from tools.base import ToolContext
 
-        args = create.args_model.model_validate({"path": "New/Sub/Note.md", "content": "hi"})
+        args = create.args_model.model_validate(
+            {"path": "Garden/Beds/Tomato plan.md", "content": "hi"}
+        )
         create.invoke(args, ToolContext())
-        assert stat.S_IMODE((vault / "New").stat().st_mode) == 0o755
-        assert stat.S_IMODE((vault / "New" / "Sub" / "Note.md").stat().st_mode) == 0o644
+        assert stat.S_IMODE((vault / "Garden").stat().st_mode) == 0o755
+        assert stat.S_IMODE((vault / "Garden" / "Beds" / "Tomato plan.md").stat().st_mode) == 0o644
     finally:
         assistant.close()
