@@ -30,8 +30,12 @@ from memory.text import STOP_WORDS, fts_document, query_terms
 from tools.vault.notes import (
     Chunk,
     chunk_note,
+    NotANote,
+    name_problem,
     note_title,
     parse_note,
+    read_note_bytes,
+    readable_name,
     skip_reason,
     unique_tags,
 )
@@ -257,17 +261,32 @@ class VaultIndex:
         absolute = self.vault.root / rel
         try:
             stat = absolute.stat()
-            reason = skip_reason(absolute, max_bytes=self.vault.max_bytes, size=stat.st_size)
-            raw = None if reason else absolute.read_text(encoding="utf-8", errors="replace")
+            reason = name_problem(rel) or skip_reason(
+                absolute, max_bytes=self.vault.max_bytes, size=stat.st_size, mode=stat.st_mode
+            )
+            raw = None
+            if not reason:
+                data = read_note_bytes(absolute, max_bytes=self.vault.max_bytes)
+                raw = data.decode("utf-8", errors="replace")
         except FileNotFoundError:
             statements, ids = self._removal(rel)
             pending.unembed.extend(ids)
             report.chunks_removed += len(ids)
             report.removed += 1 if ids else 0
             return [*statements, ("DELETE FROM vault_skipped WHERE path = ?", (rel,))]
+        except NotANote as exc:
+            reason, raw = str(exc), None
         except OSError as exc:
             reason, raw, stat = f"unreadable: {exc.strerror or exc}", None, None
-        if reason or raw is None or stat is None:
+        note = None
+        if not reason and raw is not None:
+            try:
+                note = parse_note(rel, raw)
+                chunks = chunk_note(note)
+            except Exception as exc:  # noqa: BLE001 - one odd note never stops the vault
+                log.warning("vault: cannot parse %s", rel, exc_info=True)
+                reason = f"cannot be parsed: {type(exc).__name__}: {exc}"[:300]
+        if reason or note is None or stat is None:
             statements, ids = self._removal(rel)
             pending.unembed.extend(ids)
             report.chunks_removed += len(ids)
@@ -275,12 +294,10 @@ class VaultIndex:
             statements.append(
                 (
                     SKIPPED_INSERT,
-                    (rel, reason, time.time()),
+                    (readable_name(rel), reason or "unreadable", time.time()),
                 )
             )
             return statements
-        note = parse_note(rel, raw)
-        chunks = chunk_note(note)
         ids = _ids(chunks)
         existing = {
             row["id"]

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import os
 import posixpath
 import re
+import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -22,11 +24,15 @@ from typing import Any
 from urllib.parse import unquote
 
 import yaml
-from frontmatter.default_handlers import YAMLHandler
+from frontmatter.default_handlers import SafeLoader, YAMLHandler
 
 MARKDOWN_SUFFIX = ".md"
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 CHUNK_MAX_CHARS = 1200
+# a frontmatter block is a few properties: past these it is refused, not parsed (a
+# 311-byte YAML alias bomb expands to millions of nodes)
+FRONTMATTER_MAX_CHARS = 64 * 1024
+FRONTMATTER_MAX_NODES = 20_000
 
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})[ \t]+(.*?)[ \t]*$")
@@ -146,9 +152,77 @@ def content_hash(text: str) -> str:
 # -- frontmatter ---------------------------------------------------------------------------
 
 
+class FrontmatterRefused(yaml.YAMLError):
+    """Frontmatter too large, or aliases that would expand past the node limit."""
+
+
+def _expanded_size(root: yaml.Node, limit: int) -> int:
+    """How many nodes the document holds once every alias is expanded (as `jsonable`
+    and JSON output would expand it), counted without expanding: each distinct node's
+    size is computed once. Stops early past `limit`; a cycle counts as past it."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    open_nodes: set[int] = set()
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if key in sizes:
+            continue
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        if done:
+            open_nodes.discard(key)
+            size = 1 + sum(sizes[id(child)] for child in children)
+            sizes[key] = min(size, limit + 1)
+            if size > limit and node is root:
+                return size
+            continue
+        if key in open_nodes:
+            return limit + 1  # a node that contains itself never finishes expanding
+        open_nodes.add(key)
+        stack.append((node, True))
+        for child in children:
+            if id(child) in open_nodes:
+                return limit + 1
+            if id(child) not in sizes:
+                stack.append((child, False))
+    return sizes[id(root)]
+
+
+class _BoundedLoader(SafeLoader):  # type: ignore[misc, valid-type]
+    """python-frontmatter's safe loader (the C one when available) that refuses a
+    document whose aliases expand past `FRONTMATTER_MAX_NODES` before constructing it."""
+
+    def get_single_data(self) -> Any:
+        node = self.get_single_node()
+        if node is None:
+            return None
+        size = _expanded_size(node, FRONTMATTER_MAX_NODES)
+        if size > FRONTMATTER_MAX_NODES:
+            raise FrontmatterRefused(
+                f"frontmatter expands past {FRONTMATTER_MAX_NODES} values (YAML aliases); "
+                "not parsed"
+            )
+        return self.construct_document(node)
+
+
+def load_frontmatter(block: str) -> Any:
+    """The YAML of a frontmatter block, within the size and alias limits."""
+    if len(block) > FRONTMATTER_MAX_CHARS:
+        raise FrontmatterRefused(
+            f"frontmatter is {len(block)} characters, over the limit of {FRONTMATTER_MAX_CHARS}"
+        )
+    return yaml.load(block, Loader=_BoundedLoader)  # noqa: S506 - a safe loader
+
+
 def split_frontmatter(raw: str) -> tuple[dict[str, Any], str | None, int]:
     """(data, error, body offset). A note without frontmatter has ({}, None, 0); broken
-    YAML gives ({}, why, offset after the block) so the body still reads right."""
+    YAML gives ({}, why, offset after the block) so the body still reads right. Any
+    failure to read the block (bad YAML, `date: 2026-13-45`, an alias bomb, nesting
+    deeper than the parser goes) is one note's error, never an exception."""
     handler = YAMLHandler()
     text = raw[1:] if raw.startswith("\ufeff") else raw
     bom = len(raw) - len(text)
@@ -159,12 +233,21 @@ def split_frontmatter(raw: str) -> tuple[dict[str, Any], str | None, int]:
     except ValueError:
         return {}, "frontmatter starts with --- but has no closing --- line", 0
     offset = bom + len(text) - len(content)
-    if content.startswith("\n"):
+    if content.startswith("\r\n"):
+        offset += 2
+    elif content.startswith("\n"):
         offset += 1
     try:
-        data = handler.load(block)
+        data = load_frontmatter(block)
+    except FrontmatterRefused as exc:
+        return {}, str(exc), offset
     except yaml.YAMLError as exc:
         return {}, f"frontmatter is not valid YAML: {' '.join(str(exc).split())}", offset
+    except RecursionError:
+        return {}, "frontmatter is nested too deeply to read", offset
+    except Exception as exc:  # noqa: BLE001 - e.g. ValueError for a date like 2026-13-45
+        why = " ".join(str(exc).split())[:200]
+        return {}, f"frontmatter has a value that cannot be read ({why})", offset
     if data is None:
         return {}, None, offset
     if not isinstance(data, dict):
@@ -534,20 +617,93 @@ def relink(
 # -- files that are not notes ----------------------------------------------------------------
 
 
+class NotANote(OSError):
+    """A file that is not read as a note; the message is the reason."""
+
+
+def readable_name(rel: str) -> str:
+    """A path as text that can be stored and shown: bytes that are not UTF-8 (kept by
+    Python as lone surrogates) become `\\xNN` escapes."""
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def name_problem(rel: str) -> str | None:
+    """Why a file name cannot be a note's name (None when it can)."""
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return "the file name is not valid UTF-8"
+    return None
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "not a regular file"
+
+
+def read_note_bytes(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+    """The bytes of a regular file of at most `max_bytes`, else `NotANote`. Opened without
+    blocking and checked after opening: a FIFO named `x.md` would hang a plain open, and
+    a file swapped for one between a stat and the open is caught too."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotANote(f"{_kind(info.st_mode)}, not a note")
+        if info.st_size > max_bytes:
+            raise NotANote(_too_large(info.st_size, max_bytes))
+        chunks = []
+        left = max_bytes + 1
+        while left > 0:
+            data = os.read(fd, min(left, 1 << 20))
+            if not data:
+                break
+            chunks.append(data)
+            left -= len(data)
+        data = b"".join(chunks)
+        if len(data) > max_bytes:
+            raise NotANote(_too_large(len(data), max_bytes))
+        return data
+    finally:
+        os.close(fd)
+
+
+def _too_large(size: int, max_bytes: int) -> str:
+    return f"too large ({size / 1_048_576:.1f} MB > {max_bytes / 1_048_576:.1f} MB)"
+
+
 def skip_reason(
-    path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES, size: int | None = None, peek: bool = True
+    path: Path,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    size: int | None = None,
+    peek: bool = True,
+    mode: int | None = None,
 ) -> str | None:
-    """Why a file in the vault is not a note: non-markdown, huge, or (when `peek`ing at its
-    first bytes) binary; None for a note."""
+    """Why a file in the vault is not a note: non-markdown, not a regular file, huge, or
+    (when `peek`ing at its first bytes) binary; None for a note."""
     if path.suffix.lower() != MARKDOWN_SUFFIX:
         return f"not markdown ({path.suffix or 'no extension'})"
-    size = path.stat().st_size if size is None else size
+    if mode is None or size is None:
+        info = path.stat()
+        mode, size = info.st_mode, info.st_size
+    if not stat.S_ISREG(mode):
+        return f"{_kind(mode)}, not a note"
     if size > max_bytes:
-        return f"too large ({size / 1_048_576:.1f} MB > {max_bytes / 1_048_576:.1f} MB)"
+        return _too_large(size, max_bytes)
     if not peek:
         return None
-    with path.open("rb") as handle:
-        head = handle.read(8192)
+    try:
+        head = read_note_bytes(path, max_bytes=max_bytes)[:8192]
+    except NotANote as exc:
+        return str(exc)
     if b"\x00" in head:
         return "binary content (NUL bytes)"
     try:

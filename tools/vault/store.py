@@ -40,13 +40,17 @@ from tools.vault.notes import (
     Backlink,
     LinkResolver,
     Note,
+    NotANote,
     Section,
     backlinks,
     content_hash,
     find_sections,
     moment_format,
+    name_problem,
     note_title,
     parse_note,
+    read_note_bytes,
+    readable_name,
     relink,
     render_template,
     skip_reason,
@@ -306,12 +310,22 @@ class Vault:
         index checks the files it reads itself)."""
         found = Scan()
         for rel, path in self.iter_files():
+            bad_name = name_problem(rel)
+            if bad_name:
+                found.skipped.append(Skipped(readable_name(rel), bad_name))
+                continue
             try:
                 if path.is_symlink() and not path.resolve().is_relative_to(self.root):
                     found.skipped.append(Skipped(rel, "symbolic link leading outside the vault"))
                     continue
                 stat = path.stat()
-                reason = skip_reason(path, max_bytes=self.max_bytes, size=stat.st_size, peek=peek)
+                reason = skip_reason(
+                    path,
+                    max_bytes=self.max_bytes,
+                    size=stat.st_size,
+                    mode=stat.st_mode,
+                    peek=peek,
+                )
             except OSError as exc:
                 found.skipped.append(Skipped(rel, f"unreadable: {exc.strerror or exc}"))
                 continue
@@ -334,8 +348,8 @@ class Vault:
     def locate(self, path: str) -> VaultPath:
         """An existing note by path, or by title (`Project Phoenix`) anywhere in the vault."""
         found = self.jail.note(path)
-        if found.abs.is_file():
-            return found
+        if found.abs.exists() and not found.abs.is_dir():
+            return found  # a FIFO or device is found here and refused when read
         wanted = note_title(found.rel).casefold()
         paths = self.note_paths()
         by_title = [p for p in paths if note_title(p).casefold() == wanted]
@@ -357,7 +371,11 @@ class Vault:
             reason = skip_reason(found.abs, max_bytes=self.max_bytes)
             if reason:
                 raise ToolError("NOT_A_NOTE", f"{found.rel} is not read: {reason}")
-            return found.abs.read_text(encoding="utf-8", errors="replace")
+            return read_note_bytes(found.abs, max_bytes=self.max_bytes).decode(
+                "utf-8", errors="replace"
+            )
+        except NotANote as exc:
+            raise ToolError("NOT_A_NOTE", f"{found.rel} is not read: {exc}") from None
         except FileNotFoundError:
             raise ToolError("NOT_FOUND", f"there is no note {found.rel!r} in the vault") from None
         except IsADirectoryError:
@@ -372,12 +390,12 @@ class Vault:
         return parse_note(found.rel, self.read_text(found))
 
     def parse_all(self) -> list[Note]:
+        """Every note, parsed; one that cannot be read or parsed is left out, not fatal."""
         notes = []
         for info in self.scan().notes:
-            with suppress(OSError):
-                notes.append(
-                    parse_note(info.path, info.abs.read_text(encoding="utf-8", errors="replace"))
-                )
+            note = self._parse_quietly(info)
+            if note is not None:
+                notes.append(note)
         return notes
 
     def backlinks(self, path: str) -> list[Backlink]:
@@ -424,11 +442,14 @@ class Vault:
                 rows.append(row)
         return rows, matched
 
-    @staticmethod
-    def _parse_quietly(info: FileInfo) -> Note | None:
+    def _parse_quietly(self, info: FileInfo) -> Note | None:
         try:
-            return parse_note(info.path, info.abs.read_text(encoding="utf-8", errors="replace"))
+            data = read_note_bytes(info.abs, max_bytes=self.max_bytes)
+            return parse_note(info.path, data.decode("utf-8", errors="replace"))
         except OSError:
+            return None
+        except Exception:  # noqa: BLE001 - one odd note never stops the others
+            log.warning("vault: cannot parse %s", info.path, exc_info=True)
             return None
 
     # -- planning writes (nothing touches the disk) ------------------------------------------
