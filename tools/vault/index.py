@@ -29,8 +29,8 @@ from memory.index import HybridIndex, Vectors, Weights
 from memory.text import STOP_WORDS, fts_document, query_terms
 from tools.vault.notes import (
     Chunk,
-    chunk_note,
     NotANote,
+    chunk_note,
     name_problem,
     note_title,
     parse_note,
@@ -283,7 +283,7 @@ class VaultIndex:
             try:
                 note = parse_note(rel, raw)
                 chunks = chunk_note(note)
-            except Exception as exc:  # noqa: BLE001 - one odd note never stops the vault
+            except Exception as exc:  # one odd note never stops the vault
                 log.warning("vault: cannot parse %s", rel, exc_info=True)
                 reason = f"cannot be parsed: {type(exc).__name__}: {exc}"[:300]
         if reason or note is None or stat is None:

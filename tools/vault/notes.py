@@ -215,7 +215,7 @@ def load_frontmatter(block: str) -> Any:
         raise FrontmatterRefused(
             f"frontmatter is {len(block)} characters, over the limit of {FRONTMATTER_MAX_CHARS}"
         )
-    return yaml.load(block, Loader=_BoundedLoader)  # noqa: S506 - a safe loader
+    return yaml.load(block, Loader=_BoundedLoader)
 
 
 def split_frontmatter(raw: str) -> tuple[dict[str, Any], str | None, int]:

@@ -39,8 +39,8 @@ from tools.vault.notes import (
     DEFAULT_MAX_BYTES,
     Backlink,
     LinkResolver,
-    Note,
     NotANote,
+    Note,
     Section,
     backlinks,
     content_hash,
@@ -448,7 +448,7 @@ class Vault:
             return parse_note(info.path, data.decode("utf-8", errors="replace"))
         except OSError:
             return None
-        except Exception:  # noqa: BLE001 - one odd note never stops the others
+        except Exception:  # one odd note never stops the others
             log.warning("vault: cannot parse %s", info.path, exc_info=True)
             return None
 
