@@ -558,6 +558,9 @@ class VaultIndex:
             "frontmatter_errors": broken,
             "vectors_need_repair": self._get_state("vectors_dirty") == "1",
         }
+        recoveries = getattr(self.vault, "recoveries", None)
+        if callable(recoveries):
+            status["recovered"] = recoveries()
         if check_disk:
             known = {
                 row["path"]: (row["mtime_ns"], row["size"])

@@ -586,6 +586,23 @@ def relink(
     headings, aliases, anchors and titles kept. With `file_exists`, relative links to
     attachments are kept pointing at them when the note itself changes folder. Code and
     comments are left alone. Returns (text, how many links changed)."""
+    edits = relink_edits(note, new_source, old, new, moved, file_exists=file_exists)
+    raw = note.raw
+    for start, end, text in reversed(edits):
+        raw = raw[:start] + text + raw[end:]
+    return raw, len(edits)
+
+
+def relink_edits(
+    note: Note,
+    new_source: str,
+    old: LinkResolver,
+    new: LinkResolver,
+    moved: Mapping[str, str],
+    *,
+    file_exists: Callable[[str], bool] | None = None,
+) -> list[tuple[int, int, str]]:
+    """The edits `relink` makes: (start, end, new text) in the raw text, in order."""
     edits: list[tuple[int, int, str]] = []
     old_folder = posixpath.dirname(note.path)
     new_folder = posixpath.dirname(new_source)
@@ -608,10 +625,7 @@ def relink(
         text = _link_path(ref, note.path, new_source, dest, old, new)
         if text is not None:
             edits.append((ref.start, ref.end, text))
-    raw = note.raw
-    for start, end, text in reversed(edits):
-        raw = raw[:start] + text + raw[end:]
-    return raw, len(edits)
+    return edits
 
 
 # -- files that are not notes ----------------------------------------------------------------

@@ -447,7 +447,7 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
             target = f"{folder}/{name}" if folder else name
         source, plan = vault.plan_template(args.template, target, variables=args.variables)
         result = vault.apply(plan, actor=context.session or None)
-        content = plan[0].after or ""
+        content = plan[0].after_text or ""
         return _written(result, "created", template=source.rel, content=content)
 
     @tool(read_only=False, sequential=True, version="1.0")
@@ -466,7 +466,7 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         payload = _written(result, "created" if created else "appended", created=created)
         payload["appended"] = bool(args.text)
         if not args.text:
-            payload["content"] = plan[0].after or ""
+            payload["content"] = plan[0].after_text or ""
         return payload
 
     found_tools = [vault_list, vault_read]
