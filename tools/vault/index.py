@@ -16,6 +16,7 @@ import logging
 import re
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -152,15 +153,22 @@ class VaultIndex:
         weights: Weights | None = None,
         follow: bool = True,
         refresh_before_search: bool = False,
+        background: bool = False,
     ) -> None:
         self.vault = vault
         self.database = database
         self.vectors = vectors
         self.refresh_before_search = refresh_before_search
+        self.background = background
         self._refreshed = False
         database.migrate(migrations)
         self.index = HybridIndex(database, "vault", "vault_chunks", vectors, weights)
         self._lock = threading.RLock()
+        self._todo: OrderedDict[str, str] = OrderedDict()  # path -> "index" | "remove"
+        self._busy: list[str] = []
+        self._queue = threading.Condition()
+        self._worker: threading.Thread | None = None
+        self._closing = False
         if follow:
             vault.subscribe(self.on_vault_change)
 
@@ -183,10 +191,78 @@ class VaultIndex:
     # -- writing ------------------------------------------------------------------------------
 
     def on_vault_change(self, event: VaultEvent) -> None:
-        for path in event.removed:
-            self.remove_note(path)
-        for path in event.changed:
-            self.index_note(path)
+        """After a write: bring its notes up to date, in the background when `background`
+        (the write, and the tool that made it, never wait for the embedding model)."""
+        if not self.background:
+            for path in event.removed:
+                self.remove_note(path)
+            for path in event.changed:
+                self.index_note(path)
+            return
+        with self._queue:
+            for path in event.removed:
+                self._todo.pop(path, None)
+                self._todo[path] = "remove"
+            for path in event.changed:
+                self._todo.pop(path, None)
+                self._todo[path] = "index"
+            if self._worker is None or not self._worker.is_alive():
+                self._worker = threading.Thread(
+                    target=self._work, name="vault-index-follow", daemon=True
+                )
+                self._worker.start()
+            self._queue.notify_all()
+
+    def _work(self) -> None:
+        while True:
+            with self._queue:
+                while not self._todo and not self._closing:
+                    self._queue.wait()
+                if not self._todo:
+                    return
+                batch = list(self._todo.items())
+                self._todo.clear()
+                self._busy = [path for path, _ in batch]
+            try:
+                self._index_batch(batch)
+            except Exception:  # the next full run repairs: the notes' mtimes differ
+                log.exception("vault: background indexing failed for %d note(s)", len(batch))
+            finally:
+                with self._queue:
+                    self._busy = []
+                    self._queue.notify_all()
+
+    def _index_batch(self, batch: list[tuple[str, str]]) -> None:
+        """Removals, then every changed note in one transaction and one embedding run."""
+        for path, op in batch:
+            if op == "remove":
+                self.remove_note(path)
+        report = IndexReport()
+        with self._lock:
+            pending = _Pending()
+            statements: list[Statement] = []
+            for path, op in batch:
+                rel = self._relative(path) if op == "index" else None
+                if rel is not None:
+                    statements += self._note_statements(rel, report, pending)
+            self.database.write_many(statements)
+            self._flush(pending, report)
+
+    def pending(self) -> list[str]:
+        """Notes written whose index update has not finished yet."""
+        with self._queue:
+            return [*self._busy, *self._todo]
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until the background updates are done; False if `timeout` came first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._queue:
+            while self._todo or self._busy:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._queue.wait(left)
+        return True
 
     def _relative(self, path: str | Path) -> str | None:
         """A vault-relative path worth indexing: inside the root, not hidden, not a folder."""
@@ -475,7 +551,13 @@ class VaultIndex:
 
     # -- reading ------------------------------------------------------------------------------
 
-    def close(self) -> None:
+    def close(self, *, drain_s: float = 5.0) -> None:
+        """Finish the background updates (for at most `drain_s`: what is left, the next
+        run finds by its changed mtime), then close."""
+        self.wait_idle(drain_s)
+        with self._queue:
+            self._closing = True
+            self._queue.notify_all()
         self.index.close()
 
     def search(
@@ -557,6 +639,7 @@ class VaultIndex:
             "skipped": skipped,
             "frontmatter_errors": broken,
             "vectors_need_repair": self._get_state("vectors_dirty") == "1",
+            "pending": self.pending(),
         }
         recoveries = getattr(self.vault, "recoveries", None)
         if callable(recoveries):
