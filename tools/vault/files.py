@@ -25,7 +25,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from tools.vault.jail import VaultJail, VaultPath
 from tools.vault.notes import (
     DEFAULT_DATE_FORMAT,
     DEFAULT_MAX_BYTES,
+    NOT_UTF8_REASON,
     Backlink,
     LinkResolver,
     NotANote,
@@ -72,6 +73,7 @@ class NoteFile:
     text: str
     utf8: bool
     bad_byte: int | None = None  # the offset of the first byte that is not UTF-8
+    listed: bool = True  # False: a file the vault skips as a note (not UTF-8 near its start)
 
     @classmethod
     def of(cls, data: bytes) -> NoteFile:
@@ -409,6 +411,20 @@ class VaultFiles:
             return None
         return self.read_file(found).data
 
+    def raw_bytes(self, found: VaultPath) -> bytes | None:
+        """The exact bytes at `found` now, note or not (None when there is no file): what a
+        write checks it is replacing."""
+        try:
+            return read_note_bytes(found.abs, max_bytes=self.max_bytes)
+        except FileNotFoundError:
+            return None
+        except NotANote as exc:
+            raise ToolError("NOT_A_NOTE", f"{found.rel} is not read: {exc}") from None
+        except OSError as exc:
+            raise ToolError(
+                "READ_FAILED", f"cannot read {found.rel}: {exc.strerror or exc}"
+            ) from exc
+
     def read(self, path: str) -> Note:
         found = self.locate(path)
         return parse_note(found.rel, self.read_text(found))
@@ -417,13 +433,24 @@ class VaultFiles:
         """Every note, parsed; one that cannot be read or parsed is left out, not fatal."""
         return [note for note, _ in self.parse_all_files()]
 
-    def parse_all_files(self) -> list[tuple[Note, NoteFile]]:
-        """Every note parsed, with its bytes (a move must know which are not UTF-8)."""
+    def parse_all_files(self, *, undecodable: bool = False) -> list[tuple[Note, NoteFile]]:
+        """Every note parsed, with its bytes (a move must know which are not UTF-8). With
+        `undecodable`, markdown files skipped as not UTF-8 are parsed too (with U+FFFD
+        for their odd bytes), so a move can name the links it cannot update in them."""
+        scan = self.scan()
         found = []
-        for info in self.scan().notes:
+        for info in scan.notes:
             parsed = self._parse_quietly(info)
             if parsed is not None:
                 found.append(parsed)
+        if undecodable:
+            for skipped in scan.skipped:
+                if skipped.reason != NOT_UTF8_REASON:
+                    continue
+                path = self.root / skipped.path
+                parsed = self._parse_quietly(FileInfo(skipped.path, path, 0.0, 0, 0))
+                if parsed is not None:
+                    found.append((parsed[0], replace(parsed[1], listed=False)))
         return found
 
     def backlinks(self, path: str) -> list[Backlink]:

@@ -407,7 +407,7 @@ class Journal:
             atomic_write(old, change.before)
 
     def _check_unchanged(self, change: Change) -> None:
-        current = self.files.current(change.path)
+        current = self.files.raw_bytes(change.path)
         if current != change.before:
             state = "now exists" if change.before is None else "changed on disk"
             raise ToolError(
@@ -530,7 +530,7 @@ class Journal:
 
     def _state(self, rel: str) -> tuple[VaultPath, bytes | None]:
         found = self.files.jail.note(rel)
-        return found, self.files.current(found) if found.abs.is_file() else None
+        return found, self.files.raw_bytes(found) if found.abs.is_file() else None
 
     def _inverse(self, entry: dict[str, Any], force: bool) -> list[Change]:
         """Check that one journal entry can be undone; return the changes that undo it."""

@@ -29,6 +29,7 @@ from frontmatter.default_handlers import SafeLoader, YAMLHandler
 MARKDOWN_SUFFIX = ".md"
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 CHUNK_MAX_CHARS = 1200
+NOT_UTF8_REASON = "not valid UTF-8 text"
 # a frontmatter block is a few properties: past these it is refused, not parsed (a
 # 311-byte YAML alias bomb expands to millions of nodes)
 FRONTMATTER_MAX_CHARS = 64 * 1024
@@ -724,7 +725,7 @@ def skip_reason(
         head.decode("utf-8")
     except UnicodeDecodeError as exc:
         if exc.start < len(head) - 4:  # not merely a character cut at the 8 KiB boundary
-            return "not valid UTF-8 text"
+            return NOT_UTF8_REASON
     return None
 
 

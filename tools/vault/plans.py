@@ -232,8 +232,8 @@ def plan_move(
     skipped: list[Change] = []
     moved_bytes = moving.data
     if update_links:
-        parsed = files.parse_all_files()
-        paths = [note.path for note, _ in parsed]
+        parsed = files.parse_all_files(undecodable=True)
+        paths = [note.path for note, file in parsed if file.listed]
         moved: Mapping[str, str] = {found.rel: target.rel}
         old_resolver = LinkResolver(paths)
         new_resolver = LinkResolver([moved.get(p, p) for p in paths])
