@@ -364,8 +364,18 @@ class VaultFiles:
     # -- reading ----------------------------------------------------------------------------
 
     def locate(self, path: str) -> VaultPath:
-        """An existing note by path, or by title (`Project Phoenix`) anywhere in the vault."""
-        found = self.jail.note(path)
+        """An existing note by path, or by title (`Project Phoenix`, `Node.js`) anywhere
+        in the vault."""
+        try:
+            found = self.jail.note(path)
+        except ToolError as exc:
+            if exc.code != "NOT_MARKDOWN" or "/" in path.strip().replace("\\", "/"):
+                raise
+            titled = self.jail.note(path.strip() + ".md")  # a title with a dot in it
+            wanted = note_title(titled.rel).casefold()
+            if not any(note_title(p).casefold() == wanted for p in self.note_paths()):
+                raise
+            found = titled
         if found.abs.exists() and not found.abs.is_dir():
             return found  # a FIFO or device is found here and refused when read
         wanted = note_title(found.rel).casefold()

@@ -35,7 +35,10 @@ NOT_UTF8_REASON = "not valid UTF-8 text"
 FRONTMATTER_MAX_CHARS = 64 * 1024
 FRONTMATTER_MAX_NODES = 20_000
 
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+# a fence may sit in a blockquote or callout (`> ```md`) or a list item (`- ```` or
+# indented under one): the container's markers come first
+_CONTAINER = re.compile(r"^((?:[ \t]*>)*)[ \t]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+)?[ \t]*")
+_FENCE = re.compile(r"(`{3,}|~{3,})")
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})[ \t]+(.*?)[ \t]*$")
 _HEADING_CLOSE = re.compile(r"[ \t]+#+$")
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
@@ -83,9 +86,13 @@ class WikiLink:
 
 @dataclass(frozen=True)
 class Heading:
+    """`text` is the heading as Obsidian shows it (inline code, links and emphasis as
+    their words); `source` is what the line says after its `#`s."""
+
     level: int
     text: str
     line: int
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -289,18 +296,28 @@ def frontmatter_tags(data: dict[str, Any]) -> list[str]:
 
 
 def _code_lines(lines: Sequence[str]) -> set[int]:
-    """Lines inside fenced code blocks (fences included)."""
+    """Lines inside fenced code blocks (fences included), also inside blockquotes,
+    callouts and list items. A fence opened inside a blockquote ends with it."""
     inside: set[int] = set()
     fence: str | None = None
+    depth = 0
     for number, line in enumerate(lines):
-        match = _FENCE.match(line)
-        if fence is None and match:
-            fence = match.group(1)[0] * len(match.group(1))
-            inside.add(number)
-        elif fence is not None:
-            inside.add(number)
-            if match and match.group(1).startswith(fence) and not line.strip().strip(fence[0]):
-                fence = None
+        container = _CONTAINER.match(line)
+        assert container is not None  # the pattern matches every line
+        quotes = container.group(1).count(">")
+        rest = line[container.end() :]
+        match = _FENCE.match(rest)
+        if fence is None:
+            if match and not (match.group(1)[0] == "`" and "`" in rest[match.end() :]):
+                fence, depth = match.group(1), quotes
+                inside.add(number)
+            continue
+        if depth and quotes < depth:
+            fence = None  # the blockquote holding the fence ended
+            continue
+        inside.add(number)
+        if match and match.group(1).startswith(fence) and not rest.strip().strip(fence[0]):
+            fence = None
     return inside
 
 
@@ -330,12 +347,21 @@ def _prose_lines(raw: str, first_line: int) -> list[tuple[int, str]]:
     ]
 
 
+def _link_name(inner: str) -> tuple[str, str]:
+    """A wikilink's inside as (target part, alias). In a table the alias separator is
+    escaped (`[[Note\\|shown]]`): the backslash belongs to neither part."""
+    target, bar, alias = inner.partition("|")
+    if bar and target.endswith("\\"):
+        target = target[:-1]
+    return target, alias
+
+
 def parse_links_in(prose: Iterable[tuple[int, str]]) -> list[WikiLink]:
     links = []
     for number, line in prose:
         for match in _WIKILINK.finditer(line):
             inner = match.group(2)
-            target, _, alias = inner.partition("|")
+            target, alias = _link_name(inner)
             target, _, heading = target.partition("#")
             target = target.strip()
             links.append(
@@ -364,11 +390,18 @@ def parse_note(path: str, raw: str) -> Note:
     )
     prose = _prose_lines(raw, note.body_line)
     tags = frontmatter_tags(data)
+    raw_lines: list[str] | None = None
     for number, line in prose:
         match = _HEADING.match(line)
         if match:
-            text = _HEADING_CLOSE.sub("", match.group(2)).strip()
-            note.headings.append(Heading(len(match.group(1)), text, number))
+            if raw_lines is None:
+                raw_lines = raw.splitlines()
+            # the heading's words come from the raw line: inline code, links and
+            # emphasis are part of a heading's text (`## `ob sync-setup``)
+            written = _HEADING.match(raw_lines[number].rstrip(_LINE_BREAKS))
+            source = written.group(2) if written else match.group(2)
+            shown = heading_text(source)
+            note.headings.append(Heading(len(match.group(1)), shown, number, source.strip()))
         scan = _WIKILINK.sub(" ", _MD_LINK_URL.sub(" ", line))
         tags.extend(tag.rstrip("/") for tag in _INLINE_TAG.findall(scan))
     note.links = parse_links_in(prose)
@@ -403,14 +436,48 @@ def sections(note: Note) -> list[Section]:
     return found
 
 
+_HEADING_MARKUP = [
+    (re.compile(r"(`+)(.+?)\1"), r"\2"),  # inline code: its content
+    (re.compile(r"!?\[\[([^\[\]|]*?)(?:\\?\|([^\[\]]*))?\]\]"), None),  # wikilinks
+    (re.compile(r"!?\[([^\[\]]*)\]\([^)]*\)"), r"\1"),  # markdown links: their text
+    (re.compile(r"(\*\*|__|~~|==)(.+?)\1"), r"\2"),  # strong, strike, highlight
+    (re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])"), r"\1"),  # *emphasis*
+    (re.compile(r"(?<!\w)_(?!\s)(.+?)(?<!\s)_(?!\w)"), r"\1"),  # _emphasis_
+]
+_BLOCK_ID_END = re.compile(r"\s+\^[A-Za-z0-9-]+$")
+
+
+def _shown_link(match: re.Match[str]) -> str:
+    target, alias = match.group(1), match.group(2)
+    if alias:
+        return alias
+    name, _, heading = target.partition("#")
+    return f"{name} > {heading}" if name and heading else (name or heading)
+
+
+def heading_text(source: str) -> str:
+    """A heading as Obsidian shows it: closing `#`s and a block id dropped, inline code,
+    links and emphasis as their words."""
+    text = _BLOCK_ID_END.sub("", _HEADING_CLOSE.sub("", source.strip())).strip()
+    for pattern, replacement in _HEADING_MARKUP:
+        text = pattern.sub(_shown_link if replacement is None else replacement, text)
+    return " ".join(text.split())
+
+
 def _heading_key(text: str) -> str:
     return " ".join(text.strip().lstrip("#").split()).casefold()
 
 
 def find_sections(note: Note, heading: str) -> list[Section]:
-    """Sections whose heading text matches `heading` (case-insensitive, `#`s optional)."""
+    """Sections whose heading matches `heading` (case-insensitive, `#`s optional), as
+    shown (`ob sync-setup`) or as written (`` `ob sync-setup` ``)."""
     wanted = _heading_key(heading)
-    return [section for section in sections(note) if _heading_key(section.heading.text) == wanted]
+    return [
+        section
+        for section in sections(note)
+        if wanted
+        in (_heading_key(section.heading.text), _heading_key(section.heading.source or ""))
+    ]
 
 
 def section_text(note: Note, section: Section, *, with_heading: bool = True) -> str:
@@ -516,7 +583,7 @@ def link_refs(raw: str, body_line: int = 0) -> list[LinkRef]:
         if number in code:
             continue
         for match in _WIKILINK.finditer(line):
-            name = match.group(2).partition("|")[0].partition("#")[0]
+            name = _link_name(match.group(2))[0].partition("#")[0]
             lead = len(name) - len(name.lstrip())
             if name.strip():
                 start = base + match.start(2) + lead
