@@ -165,6 +165,14 @@ class VaultJail:
             raise ToolError("NOT_MARKDOWN", f"{path!r} resolves to a file that is not markdown")
         return found
 
+    def existing_file(self, path: str) -> VaultPath:
+        """Any file inside the vault (a canvas a move updates, a journaled path): the
+        same jail, without the markdown-only rule. Not for paths a model chose."""
+        parts = self._parts(path, "path")
+        if not parts:
+            raise ToolError("INVALID_PATH", "a file path is needed")
+        return self._inside(self.root.joinpath(*parts), str(path))
+
     def folder(self, path: str | None) -> VaultPath:
         """A folder inside the vault; empty, '.' or '/' is the root."""
         if path is None or path.strip() in ("", ".", "/"):

@@ -529,7 +529,8 @@ class Journal:
         return result
 
     def _state(self, rel: str) -> tuple[VaultPath, bytes | None]:
-        found = self.files.jail.note(rel)
+        jail = self.files.jail
+        found = jail.note(rel) if rel.lower().endswith(".md") else jail.existing_file(rel)
         return found, self.files.raw_bytes(found) if found.abs.is_file() else None
 
     def _inverse(self, entry: dict[str, Any], force: bool) -> list[Change]:

@@ -11,6 +11,8 @@ as a `not_updated` change that writes nothing.
 from __future__ import annotations
 
 import datetime as dt
+import json
+import re
 from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass
@@ -26,6 +28,7 @@ from tools.vault.notes import (
     find_sections,
     note_title,
     parse_note,
+    read_note_bytes,
     relink_edits,
     render_template,
 )
@@ -269,6 +272,7 @@ def plan_move(
                     summary=f"update {len(edits)} link(s) in {note.path}",
                 )
             )
+        changes += _other_files(files, found.rel, target.rel)
     move = Change(
         "move",
         found,
@@ -278,6 +282,71 @@ def plan_move(
         summary=f"move {found.rel} to {target.rel}",
     )
     return [move, *changes, *skipped]
+
+
+_CANVAS_FILE = re.compile(r'("file"\s*:\s*)"((?:[^"\\]|\\.)*)"')
+CANVAS_SUFFIX, BASE_SUFFIX = ".canvas", ".base"
+
+
+def relink_canvas(text: str, old: str, new: str) -> tuple[str, int]:
+    """A JSON Canvas with its `file` nodes that showed `old` showing `new` (paths from the
+    vault root). Only those strings change: the file keeps its own formatting."""
+    count = 0
+
+    def swap(match: re.Match[str]) -> str:
+        nonlocal count
+        try:
+            value = json.loads(f'"{match.group(2)}"')
+        except ValueError:
+            return match.group(0)
+        if value != old:
+            return match.group(0)
+        count += 1
+        return match.group(1) + json.dumps(new, ensure_ascii=False)
+
+    return _CANVAS_FILE.sub(swap, text), count
+
+
+def _other_files(files: VaultFiles, old: str, new: str) -> list[Change]:
+    """What a move of `old` to `new` does to files that are not notes: JSON Canvas `file`
+    nodes are updated; a Base (`.base`) that names the note is listed, not rewritten (its
+    filters are expressions: only the user can tell what they meant)."""
+    title = note_title(old)
+    changes: list[Change] = []
+    for rel, path in files.iter_files():
+        suffix = path.suffix.lower()
+        if suffix not in (CANVAS_SUFFIX, BASE_SUFFIX):
+            continue
+        try:
+            data = read_note_bytes(path, max_bytes=files.max_bytes)
+            text = data.decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        where = files.jail.existing_file(rel)
+        if suffix == CANVAS_SUFFIX:
+            after, count = relink_canvas(text, old, new)
+            if count:
+                changes.append(
+                    Change(
+                        "link_update",
+                        where,
+                        data,
+                        after.encode("utf-8"),
+                        summary=f"update {count} card(s) in the canvas {rel}",
+                    )
+                )
+        elif title in text or old[: -len(".md")] in text:
+            changes.append(
+                Change(
+                    NOT_UPDATED,
+                    where,
+                    data,
+                    data,
+                    summary=f"the base {rel} names {title!r} and may filter on it; bases "
+                    "are not rewritten, check its filters",
+                )
+            )
+    return changes
 
 
 def plan_template(

@@ -17,7 +17,7 @@ import frontmatter
 from pydantic import AliasChoices, BaseModel, Field, model_validator
 
 from tools.base import ActionPreview, Tool, ToolArgs, ToolContext, ToolError, tool
-from tools.confirm import GuardedPreview, expected_state
+from tools.confirm import expected_state
 from tools.vault.index import VaultIndex
 from tools.vault.notes import find_sections, jsonable, moment_format, note_title, section_text
 from tools.vault.store import Change, Vault, WriteResult
@@ -224,15 +224,12 @@ def _written(result: WriteResult, status: str, **extra: Any) -> dict[str, Any]:
 
 
 def _safe_preview(plan: Callable[[Any], list[Change]], vault: Vault) -> Any:
-    """A preview never raises (the runner would fail the turn): a call that cannot run
-    says so in its summary, and fails with the real error if confirmed (or, if the notes
-    changed so that it now could, is refused as stale: the user saw no diff)."""
+    """The preview of a dangerous call: the diff of its plan. A call that cannot run as
+    asked raises its `ToolError` here, so no pending action is made and the model gets
+    the error (with its hints) at once: nothing is offered that could only fail."""
 
     def preview(args: BaseModel, context: ToolContext) -> ActionPreview:
-        try:
-            return vault.describe(plan(args))
-        except ToolError as exc:
-            return GuardedPreview(summary=f"cannot run as asked: {exc.detail}", state={})
+        return vault.describe(plan(args))
 
     return preview
 
