@@ -122,7 +122,7 @@ def test_list_read_and_search_with_the_synonyms_models_use(harness: Harness) -> 
     assert "进展" not in section["content"]
     found = harness.ok("vault_search", q="payment sandbox", limit=3)
     assert found["results"][0]["path"] == "Projects/Project Phoenix.md"
-    assert "**sandbox**" in found["results"][0]["snippet"]
+    assert "**payment sandbox**" in found["results"][0]["snippet"]
     chinese = harness.ok("vault_search", query="附件 传输窗口")
     assert chinese["results"][0]["path"] == "Projects/知识库迁移.md"
 

@@ -31,12 +31,14 @@ from memory.text import STOP_WORDS, fts_document, query_terms
 from tools.vault.notes import (
     Chunk,
     NotANote,
+    chunk_embed_text,
     chunk_note,
     name_problem,
     note_title,
     parse_note,
     read_note_bytes,
     readable_name,
+    shown_text,
     skip_reason,
     unique_tags,
 )
@@ -45,6 +47,7 @@ from tools.vault.store import Vault, VaultEvent
 log = logging.getLogger(__name__)
 
 EMBED_BATCH = 256
+SEARCH_MAX_CANDIDATES = 2000
 SNIPPET_CHARS = 180
 Progress = Callable[[int, int, str], None]
 _HEADING_LINE = re.compile(r"\A\s{0,3}#{1,6}[ \t][^\n]*\n?")
@@ -89,6 +92,7 @@ class IndexReport:
     chunks_added: int = 0
     chunks_removed: int = 0
     chunks_kept: int = 0
+    relinked: int = 0  # chunks whose only change was a link target: text updated, vector kept
     embedded: int = 0
     repaired: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
@@ -375,10 +379,13 @@ class VaultIndex:
             )
             return statements
         ids = _ids(chunks)
-        existing = {
-            row["id"]
-            for row in self.database.query("SELECT id FROM vault_chunks WHERE path = ?", [rel])
+        stored = {
+            row["id"]: row["text"]
+            for row in self.database.query(
+                "SELECT id, text FROM vault_chunks WHERE path = ?", [rel]
+            )
         }
+        existing = set(stored)
         statements: list[Statement] = [("DELETE FROM vault_skipped WHERE path = ?", (rel,))]
         gone = existing - set(ids)
         for doc_id in gone:
@@ -390,10 +397,13 @@ class VaultIndex:
             if doc_id in existing:
                 statements.append(
                     (
-                        "UPDATE vault_chunks SET ordinal = ?, mtime = ? WHERE id = ?",
-                        (chunk.ordinal, stat.st_mtime, doc_id),
+                        "UPDATE vault_chunks SET ordinal = ?, mtime = ?, text = ? WHERE id = ?",
+                        (chunk.ordinal, stat.st_mtime, chunk.text, doc_id),
                     )
                 )
+                if stored[doc_id] != chunk.text:  # only where a link points: same vector
+                    statements += self.index.write_statements(doc_id, chunk.index_text)
+                    report.relinked += 1
                 continue
             added += 1
             statements.append(
@@ -414,7 +424,7 @@ class VaultIndex:
             statements.append(
                 (
                     f"INSERT INTO {self.index.fts_table} (id, terms) VALUES (?, ?)",
-                    (doc_id, fts_document(chunk.embed_text)),
+                    (doc_id, fts_document(chunk.index_text)),
                 )
             )
             pending.ids.append(doc_id)
@@ -586,7 +596,21 @@ class VaultIndex:
         if templates and not (folder and self.vault.jail.folder(folder).rel.startswith(templates)):
             clauses.append("o.path NOT LIKE ? ESCAPE '\\'")  # templates are not knowledge
             params.append(_like_prefix(templates + "/"))
-        hits = self.index.search(query, k * 3, where=" AND ".join(clauses), params=params)
+        # one result per note section: many chunks of one section (a long one split in
+        # pieces) would crowd the others out, so fetch more candidates until k distinct
+        # sections are found or the index has no more
+        where = " AND ".join(clauses)
+        candidates = k * 3
+        while True:
+            hits = self.index.search(query, candidates, where=where, params=params)
+            found = self._distinct(hits, query, k)
+            if len(found) >= k or len(hits) < candidates:
+                return found
+            if candidates >= SEARCH_MAX_CANDIDATES:
+                return found
+            candidates = min(candidates * 4, SEARCH_MAX_CANDIDATES)
+
+    def _distinct(self, hits: list[Any], query: str, k: int) -> list[VaultHit]:
         if not hits:
             return []
         rows = {
@@ -661,9 +685,7 @@ class VaultIndex:
 
 def _embed_text(title: str, heading: str, text: str) -> str:
     """Must match `chunk_note`'s embedded text, so a repair embeds the same thing."""
-    if not text:
-        return title
-    return f"{title}\n{heading}\n{text}" if heading else f"{title}\n{text}"
+    return chunk_embed_text(title, heading, text)
 
 
 def _highlighter(query: str) -> re.Pattern[str] | None:
@@ -680,17 +702,49 @@ def _highlighter(query: str) -> re.Pattern[str] | None:
     return re.compile("|".join(sorted(parts, key=len, reverse=True)), re.IGNORECASE)
 
 
+_EMPHASIS_MARKS = re.compile(r"\*\*|__|==|~~")
+
+
+def _plain(text: str) -> str:
+    """A chunk's text as one line of plain words: links as shown, no block ids, no
+    emphasis markers (the snippet's own bold must not nest in the note's)."""
+    shown = shown_text(_HEADING_LINE.sub("", text, count=1)) or shown_text(text)
+    return " ".join(_EMPHASIS_MARKS.sub("", shown).split())
+
+
+def _spans(pattern: re.Pattern[str], window: str) -> list[tuple[int, int]]:
+    """The matches in `window`, overlapping ones too (Chinese bigrams overlap), merged
+    where they overlap, touch, or are apart by spaces only."""
+    spans: list[tuple[int, int]] = []
+    at = 0
+    while (match := pattern.search(window, at)) is not None:
+        start, end = match.span()
+        at = start + 1
+        if start == end:
+            continue
+        if spans and (start <= spans[-1][1] or not window[spans[-1][1] : start].strip()):
+            spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
+        else:
+            spans.append((start, end))
+    return spans
+
+
 def snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> str:
-    """A window of `text` around the first match of the query, matches in **bold**; the
-    start of the text when only the meaning matched."""
-    flat = " ".join(_HEADING_LINE.sub("", text, count=1).split()) or " ".join(text.split())
+    """A window of `text` around the first match of the query, matches in **bold**
+    (adjacent ones as one, never nested, never inside link syntax: links read as their
+    words); the start of the text when only the meaning matched."""
+    flat = _plain(text)
     pattern = _highlighter(query)
     match = pattern.search(flat) if pattern else None
-    if match is None:
+    if match is None or pattern is None:
         return flat[:width] + ("…" if len(flat) > width else "")
     start = max(0, match.start() - width // 3)
     end = min(len(flat), start + width)
     start = max(0, min(start, end - width))
     window = flat[start:end]
-    window = pattern.sub(lambda m: f"**{m.group(0)}**", window) if pattern else window
-    return ("…" if start > 0 else "") + window + ("…" if end < len(flat) else "")
+    parts, at = [], 0
+    for left, right in _spans(pattern, window):
+        parts += [window[at:left], "**", window[left:right], "**"]
+        at = right
+    parts.append(window[at:])
+    return ("…" if start > 0 else "") + "".join(parts) + ("…" if end < len(flat) else "")

@@ -117,6 +117,13 @@ class Chunk:
     hash: str = ""
     embed_text: str = ""
 
+    @property
+    def index_text(self) -> str:
+        """What full text search indexes: the embedded text (links as the reader sees
+        them) and the names of the notes the links point at."""
+        names = link_target_names(self.text)
+        return f"{self.embed_text}\n{' '.join(names)}" if names else self.embed_text
+
 
 @dataclass
 class Note:
@@ -796,6 +803,52 @@ def skip_reason(
     return None
 
 
+# -- text as a reader sees it (for the index and snippets) ------------------------------------
+
+_SHOWN_WIKILINK = re.compile(r"!?\[\[([^\[\]\n]+?)\]\]")
+_SHOWN_MD_LINK = re.compile(r"(!?)\[([^\[\]\n]*)\]\([^()\n]*(?:\([^()\n]*\)[^()\n]*)*\)")
+_BLOCK_ID = re.compile(r"(?<!\S)\^[A-Za-z0-9-]+(?=\s*$)", re.MULTILINE)
+
+
+def _wikilink_shown(match: re.Match[str]) -> str:
+    target, alias = _link_name(match.group(1))
+    if alias.strip():
+        return alias.strip()
+    name, _, heading = target.partition("#")
+    name = PurePosixPath(_without_md(name.strip())).name if name.strip() else ""
+    heading = "" if heading.strip().startswith("^") else heading.strip()
+    return " ".join(part for part in (name, heading) if part)
+
+
+def shown_text(text: str) -> str:
+    """Markdown with links as a reader sees them: a wikilink as its alias (else its
+    note's name and heading), a markdown link as its text; block ids (`^id`) dropped.
+    A chunk whose only change is where a link points embeds the same text (and keeps its
+    vector); snippets never highlight inside link syntax."""
+    text = _SHOWN_WIKILINK.sub(_wikilink_shown, text)
+    text = _SHOWN_MD_LINK.sub(lambda m: m.group(2), text)
+    return _BLOCK_ID.sub("", text)
+
+
+def link_target_names(text: str) -> list[str]:
+    """The names of the notes `text` links to, where the link shows other words."""
+    names: list[str] = []
+    for match in _SHOWN_WIKILINK.finditer(text):
+        target, alias = _link_name(match.group(1))
+        name = PurePosixPath(_without_md(target.partition("#")[0].strip())).name
+        if alias.strip() and name and name not in names:
+            names.append(name)
+    return names
+
+
+def chunk_embed_text(title: str, heading: str, piece: str) -> str:
+    """What a chunk embeds: the note's title, the heading trail, the text as shown."""
+    if not piece:
+        return title
+    shown = shown_text(piece)
+    return f"{title}\n{heading}\n{shown}" if heading else f"{title}\n{shown}"
+
+
 # -- chunks for the index --------------------------------------------------------------------
 
 
@@ -855,7 +908,7 @@ def chunk_note(note: Note, *, max_chars: int = CHUNK_MAX_CHARS) -> list[Chunk]:
             piece = piece.strip()
             if not piece:
                 continue
-            embed_text = f"{note.title}\n{label}\n{piece}" if label else f"{note.title}\n{piece}"
+            embed_text = chunk_embed_text(note.title, label, piece)
             chunks.append(
                 Chunk(
                     path=note.path,
