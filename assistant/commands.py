@@ -328,9 +328,11 @@ def vault_search(
         raise _refused(exc) from exc
 
 
-def vault_index(services: Services, full: bool = False) -> dict[str, Any]:
+def vault_index(
+    services: Services, full: bool = False, progress: Callable[..., None] | None = None
+) -> dict[str, Any]:
+    """`progress(phase, done, total)`: only in this process (the CLI's progress bar)."""
     _, index = _vault(services)
-    progress = getattr(services, "progress", None)
     return index.index_vault(full=full, progress=progress).as_dict()
 
 

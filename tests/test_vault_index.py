@@ -74,13 +74,16 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
 
 
 def test_a_full_index_covers_every_note_and_lists_what_it_skipped(setup: Setup) -> None:
-    progress: list[tuple[int, int, str]] = []
+    progress: list[tuple[str, int, int]] = []
     report = setup.index.index_vault(progress=lambda *step: progress.append(step))
     notes = len(setup.vault.note_paths())
     assert report.notes == notes == 14 and report.changed == notes
     assert report.embedded == report.chunks_added == len(setup.sqlite_ids())
     assert setup.vectors.ids() == setup.sqlite_ids()
-    assert progress[-1][:2] == (notes, notes)
+    text = [step for step in progress if step[0] == "text"]
+    assert text[-1] == ("text", notes, notes)
+    assert progress[-1] == ("vectors", report.embedded, report.embedded)
+    assert progress.index(text[-1]) < progress.index(progress[-1])  # text first, then vectors
     status = setup.index.status()
     assert status["notes"] == notes and status["chunks"] == report.chunks_added
     assert status["last_indexed"] and status["stale"] == [] and status["missing"] == []

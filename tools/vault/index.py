@@ -18,7 +18,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,7 +48,8 @@ log = logging.getLogger(__name__)
 EMBED_BATCH = 256
 SEARCH_MAX_CANDIDATES = 2000
 SNIPPET_CHARS = 180
-Progress = Callable[[int, int, str], None]
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
+TEXT_COMMIT_STATEMENTS = 5000
 _HEADING_LINE = re.compile(r"\A\s{0,3}#{1,6}[ \t][^\n]*\n?")
 SKIPPED_INSERT = "INSERT OR REPLACE INTO vault_skipped (path, reason, seen_at) VALUES (?, ?, ?)"
 
@@ -94,6 +94,7 @@ class IndexReport:
     chunks_kept: int = 0
     relinked: int = 0  # chunks whose only change was a link target: text updated, vector kept
     embedded: int = 0
+    text_seconds: float = 0.0  # until full-text search covered every note
     repaired: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -173,6 +174,8 @@ class VaultIndex:
         self._queue = threading.Condition()
         self._worker: threading.Thread | None = None
         self._closing = False
+        self._vector_thread: threading.Thread | None = None
+        self._progress: dict[str, Any] = {"phase": "idle", "done": 0, "total": 0}
         if follow:
             vault.subscribe(self.on_vault_change)
 
@@ -467,15 +470,29 @@ class VaultIndex:
                 self._set_state("vectors_dirty", "1")
         pending.ids, pending.texts, pending.unembed = [], [], []
 
-    def index_vault(self, *, full: bool = False, progress: Progress | None = None) -> IndexReport:
+    def index_vault(
+        self,
+        *,
+        full: bool = False,
+        progress: Progress | None = None,
+        vectors_in_background: bool = False,
+    ) -> IndexReport:
         """Index every note: changed chunks re-embedded, notes that are gone removed.
         `full` (or a changed embedding model) drops the index and rebuilds it from the files.
 
-        Vectors are written by one background thread, a batch at a time, while the next
-        notes are parsed and written to SQLite: the model never waits for the parser."""
+        Two passes. The text pass parses the changed notes and writes their chunks and
+        full-text terms to SQLite, committing as it goes: full-text search answers from
+        the first commit, and for the whole vault once the pass is done (`text_seconds`).
+        The vector pass then embeds the new chunks a batch at a time; with
+        `vectors_in_background` it runs on its own thread and this returns after the
+        text pass (`wait_for_vectors` joins it). Until vectors are complete the index is
+        marked `vectors_dirty`, so an interrupted run is repaired by the next one.
+        `progress(phase, done, total)` is told about both passes ("text": notes,
+        "vectors": chunks)."""
         started = time.perf_counter()
         report = IndexReport()
-        with self._lock, ThreadPoolExecutor(1, thread_name_prefix="vault-embed") as embedder:
+        self.wait_for_vectors()  # before the lock: that pass takes it too
+        with self._lock:
             repair = False
             if self.vectors is not None:
                 repair = self._get_state("vectors_dirty") == "1"  # a run was interrupted
@@ -484,6 +501,7 @@ class VaultIndex:
                 self._clear()
                 repair = False
             self._set_state("vectors_dirty", "1")  # until this run's vectors are all written
+            self._phase("scan", 0, 0, progress)
             scan = self.vault.scan(peek=False)  # files that changed are checked when read
             known = {
                 row["path"]: (row["mtime_ns"], row["size"])
@@ -500,34 +518,85 @@ class VaultIndex:
                 pending.unembed.extend(ids)
                 report.chunks_removed += len(ids)
                 report.removed += 1
-            in_flight: Future[None] | None = None
+            total = len(scan.notes)
+            written = 0
             for done, info in enumerate(scan.notes, start=1):
                 if known.get(info.path) == (info.mtime_ns, info.size):
                     report.notes += 1
                     report.unchanged += 1
                 else:
                     statements.extend(self._note_statements(info.path, report, pending))
-                if len(pending.ids) >= EMBED_BATCH or len(statements) >= 5000:
-                    self.database.write_many(statements)  # SQLite first: it holds the truth
-                    statements = []
-                    if in_flight is not None:
-                        in_flight.result()
-                    in_flight = embedder.submit(self._flush, pending, report)
-                    pending = _Pending()
-                if progress is not None:
-                    progress(done, len(scan.notes), info.path)
+                if len(statements) >= TEXT_COMMIT_STATEMENTS or len(pending.ids) - written >= (
+                    EMBED_BATCH
+                ):
+                    self.database.write_many(statements)  # searchable from here on
+                    statements, written = [], len(pending.ids)
+                self._phase("text", done, total, progress)
             statements.append(self._state_statement("last_indexed", str(time.time())))
             self.database.write_many(statements)
-            if in_flight is not None:
-                in_flight.result()
-            self._flush(pending, report)
-            if repair or self._vectors_failed(report):
-                report.repaired = self._repair(full=False)
-                report.embedded += report.repaired.get("added", 0)
-            if not self._vectors_failed(report) and "failed" not in report.repaired:
-                self._set_state("vectors_dirty", None)
-        report.seconds = round(time.perf_counter() - started, 3)
+            report.text_seconds = round(time.perf_counter() - started, 3)
+        if vectors_in_background and (pending.ids or pending.unembed or repair):
+            self._vector_thread = threading.Thread(
+                target=self._vector_pass,
+                args=(pending, report, repair, progress, started),
+                name="vault-vectors",
+                daemon=True,
+            )
+            self._vector_thread.start()
+            return report
+        self._vector_pass(pending, report, repair, progress, started)
         return report
+
+    def _vector_pass(
+        self,
+        pending: _Pending,
+        report: IndexReport,
+        repair: bool,
+        progress: Progress | None,
+        started: float,
+    ) -> None:
+        """Embed what the text pass wrote, a batch at a time; then repair drift."""
+        try:
+            with self._lock:
+                if pending.unembed:
+                    self.index.unembed(pending.unembed)
+                total = len(pending.ids)
+                self._phase("vectors", 0, total, progress)
+                for first in range(0, total, EMBED_BATCH):
+                    batch = _Pending(
+                        pending.ids[first : first + EMBED_BATCH],
+                        pending.texts[first : first + EMBED_BATCH],
+                    )
+                    self._flush(batch, report)
+                    self._phase("vectors", min(first + EMBED_BATCH, total), total, progress)
+                if repair or self._vectors_failed(report):
+                    report.repaired = self._repair(full=False)
+                    report.embedded += report.repaired.get("added", 0)
+                if not self._vectors_failed(report) and "failed" not in report.repaired:
+                    self._set_state("vectors_dirty", None)
+        except Exception:  # full text still works; the next run repairs the vectors
+            log.exception("vault: embedding the index failed")
+        finally:
+            report.seconds = round(time.perf_counter() - started, 3)
+            self._phase("idle", 0, 0, None)
+
+    def wait_for_vectors(self, timeout: float | None = None) -> bool:
+        """Wait for a vector pass running in the background; False if still running."""
+        thread = self._vector_thread
+        if thread is None or thread is threading.current_thread():
+            return True
+        thread.join(timeout)
+        return not thread.is_alive()
+
+    def _phase(self, phase: str, done: int, total: int, progress: Progress | None) -> None:
+        self._progress = {"phase": phase, "done": done, "total": total}
+        if progress is not None and phase != "idle":
+            progress(phase, done, total)
+
+    def progress_state(self) -> dict[str, Any] | None:
+        """What an indexing run is doing now (None when none runs): for `status`."""
+        state = dict(self._progress)
+        return None if state.get("phase", "idle") == "idle" else state
 
     def _vectors_failed(self, report: IndexReport) -> bool:
         return self.vectors is not None and report.embedded < report.chunks_added
@@ -565,6 +634,7 @@ class VaultIndex:
         """Finish the background updates (for at most `drain_s`: what is left, the next
         run finds by its changed mtime), then close."""
         self.wait_idle(drain_s)
+        self.wait_for_vectors(drain_s)
         with self._queue:
             self._closing = True
             self._queue.notify_all()
@@ -579,7 +649,8 @@ class VaultIndex:
         the first search brings the index up to date: only changed notes are re-embedded."""
         if self.refresh_before_search and not self._refreshed:
             self._refreshed = True
-            self.index_vault()
+            # full text answers now; the meaning of new chunks follows in the background
+            self.index_vault(vectors_in_background=True)
         clauses, params = ["1"], []
         if folder:
             base = self.vault.jail.folder(folder)
@@ -664,6 +735,7 @@ class VaultIndex:
             "frontmatter_errors": broken,
             "vectors_need_repair": self._get_state("vectors_dirty") == "1",
             "pending": self.pending(),
+            "indexing": self.progress_state(),
         }
         recoveries = getattr(self.vault, "recoveries", None)
         if callable(recoveries):
