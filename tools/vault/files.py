@@ -447,21 +447,39 @@ class VaultFiles:
         """Every note parsed, with its bytes (a move must know which are not UTF-8). With
         `undecodable`, markdown files skipped as not UTF-8 are parsed too (with U+FFFD
         for their odd bytes), so a move can name the links it cannot update in them."""
-        scan = self.scan()
         found = []
-        for info in scan.notes:
-            parsed = self._parse_quietly(info)
-            if parsed is not None:
-                found.append(parsed)
-        if undecodable:
-            for skipped in scan.skipped:
-                if skipped.reason != NOT_UTF8_REASON:
-                    continue
-                path = self.root / skipped.path
-                parsed = self._parse_quietly(FileInfo(skipped.path, path, 0.0, 0, 0))
-                if parsed is not None:
-                    found.append((parsed[0], replace(parsed[1], listed=False)))
+        for rel, file in self.note_files(undecodable=undecodable):
+            note = self.parse_file(rel, file)
+            if note is not None:
+                found.append((note, file))
         return found
+
+    def note_files(self, *, undecodable: bool = False) -> list[tuple[str, NoteFile]]:
+        """Every note's bytes, unparsed (see `parse_all_files`)."""
+        scan = self.scan()
+        infos = [(info, True) for info in scan.notes]
+        if undecodable:
+            infos += [
+                (FileInfo(skipped.path, self.root / skipped.path, 0.0, 0, 0), False)
+                for skipped in scan.skipped
+                if skipped.reason == NOT_UTF8_REASON
+            ]
+        found = []
+        for info, listed in infos:
+            try:
+                file = NoteFile.of(read_note_bytes(info.abs, max_bytes=self.max_bytes))
+            except OSError:
+                continue
+            found.append((info.path, file if listed else replace(file, listed=False)))
+        return found
+
+    @staticmethod
+    def parse_file(rel: str, file: NoteFile) -> Note | None:
+        try:
+            return parse_note(rel, file.text)
+        except Exception:  # one odd note never stops the others
+            log.warning("vault: cannot parse %s", rel, exc_info=True)
+            return None
 
     def backlinks(self, path: str) -> list[Backlink]:
         target = self.locate(path).rel

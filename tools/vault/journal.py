@@ -26,6 +26,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,8 @@ from tools.vault.plans import Change, check_preview
 log = logging.getLogger(__name__)
 
 JOURNAL_KEEP = 500
+PARALLEL_FROM = 8  # a write of this many files or more is written by several threads
+WRITE_THREADS = 8
 RECOVERIES_SHOWN = 10
 
 migrations = Migrations("vault_journal")
@@ -222,14 +225,18 @@ class Journal:
             row_ids = self._intend(write_id, writing, actor, undoes)
         except StorageError as exc:
             raise self._failed(writing[0], [], f"the vault journal failed: {exc}") from exc
-        performed: list[tuple[Change, int]] = []
-        for change, row_id in zip(writing, row_ids, strict=True):
-            try:
-                self._perform(change)
-            except OSError as exc:
-                performed.append((change, row_id))  # half done: put back with the rest
-                raise self._failed(change, performed, failure(exc), write_id) from exc
-            performed.append((change, row_id))
+        pairs = list(zip(writing, row_ids, strict=True))
+        if len(pairs) < PARALLEL_FROM:
+            performed: list[tuple[Change, int]] = []
+            for change, row_id in pairs:
+                try:
+                    self._perform(change)
+                except OSError as exc:
+                    performed.append((change, row_id))  # half done: put back with the rest
+                    raise self._failed(change, performed, failure(exc), write_id) from exc
+                performed.append((change, row_id))
+        else:
+            self._perform_many(write_id, pairs)
         statements: list[Statement] = [
             ("UPDATE vault_writes SET state = 'done' WHERE write_id = ?", (write_id,))
         ]
@@ -241,6 +248,23 @@ class Journal:
             self.database.write_many(statements)
         except StorageError:  # the files are written; opening the vault completes the record
             log.warning("vault: could not mark write %s done; recovery will", write_id)
+
+    def _perform_many(self, write_id: str, pairs: list[tuple[Change, int]]) -> None:
+        """Many files (a move's link updates): written by a few threads at once, so their
+        fsyncs overlap (one after another they were most of a move's time). The intent
+        is already journaled, so the order does not matter: a crash part way is rolled
+        back whatever was done. On an error, every file is put back (`_revert` leaves
+        one that was never reached as it is)."""
+        with ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="vault-write") as pool:
+            futures = [pool.submit(self._perform, change) for change, _ in pairs]
+        for (change, _), future in zip(pairs, futures, strict=True):
+            exc = future.exception()
+            if exc is None:
+                continue
+            if not isinstance(exc, OSError):
+                self._failed(change, pairs, f"{type(exc).__name__}: {exc}", write_id)
+                raise exc
+            raise self._failed(change, pairs, failure(exc), write_id) from exc
 
     def _intend(
         self, write_id: str, changes: list[Change], actor: str | None, undoes: str | None

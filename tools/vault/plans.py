@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from tools.base import ToolError
 from tools.confirm import STALE_PREVIEW, GuardedPreview
@@ -235,11 +236,19 @@ def plan_move(
     skipped: list[Change] = []
     moved_bytes = moving.data
     if update_links:
-        parsed = files.parse_all_files(undecodable=True)
-        paths = [note.path for note, file in parsed if file.listed]
+        everything = files.note_files(undecodable=True)
+        paths = [rel for rel, file in everything if file.listed]
         moved: Mapping[str, str] = {found.rel: target.rel}
         old_resolver = LinkResolver(paths)
         new_resolver = LinkResolver([moved.get(p, p) for p in paths])
+        names = {note_title(found.rel).casefold(), note_title(target.rel).casefold()}
+        parsed = [
+            (note, file)
+            for rel, file in everything
+            if rel == found.rel or _may_name(file.text, names)
+            for note in [files.parse_file(rel, file)]
+            if note is not None
+        ]
         for note, file in parsed:
             edits = relink_edits(
                 note,
@@ -347,6 +356,19 @@ def _other_files(files: VaultFiles, old: str, new: str) -> list[Change]:
                 )
             )
     return changes
+
+
+def _may_name(text: str, names: set[str]) -> bool:
+    """Could `text` hold a link whose target the move changes? Every such link names the
+    moved note by its old or its new title (a path ends in it; a markdown link may
+    percent-encode it), so a note that names neither is not parsed at all."""
+    folded = text.casefold()
+    if any(name in folded for name in names):
+        return True
+    if "%" in folded:
+        decoded = unquote(folded)
+        return any(name in decoded for name in names)
+    return False
 
 
 def plan_template(
