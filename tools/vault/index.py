@@ -46,6 +46,7 @@ from tools.vault.store import Vault, VaultEvent
 log = logging.getLogger(__name__)
 
 EMBED_BATCH = 256
+BACKGROUND_BATCH = 32
 SEARCH_MAX_CANDIDATES = 2000
 SNIPPET_CHARS = 180
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -562,20 +563,30 @@ class VaultIndex:
                     self.index.unembed(pending.unembed)
                 total = len(pending.ids)
                 self._phase("vectors", 0, total, progress)
-                for first in range(0, total, EMBED_BATCH):
+                # in the background, small batches: closing waits for one batch at most
+                size = (
+                    BACKGROUND_BATCH
+                    if threading.current_thread() is self._vector_thread
+                    else (EMBED_BATCH)
+                )
+                for first in range(0, total, size):
+                    if self._closing:
+                        return  # vectors_dirty stays set: the next run embeds the rest
                     batch = _Pending(
-                        pending.ids[first : first + EMBED_BATCH],
-                        pending.texts[first : first + EMBED_BATCH],
+                        pending.ids[first : first + size], pending.texts[first : first + size]
                     )
                     self._flush(batch, report)
-                    self._phase("vectors", min(first + EMBED_BATCH, total), total, progress)
+                    self._phase("vectors", min(first + size, total), total, progress)
                 if repair or self._vectors_failed(report):
                     report.repaired = self._repair(full=False)
                     report.embedded += report.repaired.get("added", 0)
                 if not self._vectors_failed(report) and "failed" not in report.repaired:
                     self._set_state("vectors_dirty", None)
         except Exception:  # full text still works; the next run repairs the vectors
-            log.exception("vault: embedding the index failed")
+            if self._closing:  # the process is ending under it: the next run repairs
+                log.debug("vault: embedding stopped at close", exc_info=True)
+            else:
+                log.exception("vault: embedding the index failed")
         finally:
             report.seconds = round(time.perf_counter() - started, 3)
             self._phase("idle", 0, 0, None)
@@ -634,10 +645,10 @@ class VaultIndex:
         """Finish the background updates (for at most `drain_s`: what is left, the next
         run finds by its changed mtime), then close."""
         self.wait_idle(drain_s)
-        self.wait_for_vectors(drain_s)
         with self._queue:
             self._closing = True
             self._queue.notify_all()
+        self.wait_for_vectors(drain_s)
         self.index.close()
 
     def search(
