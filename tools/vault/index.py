@@ -6,6 +6,13 @@ and its content hash, so re-indexing a changed note adds only chunks whose text 
 drops the ones that are gone; an unchanged note (same size and mtime) is not even read.
 Renames and deletes remove every chunk of the old path. Files that are not notes are
 recorded with the reason they were skipped.
+
+The content hash is of the chunk's text as a reader sees it (links as their words): a
+chunk whose only change is where a link points keeps its id and its vector; only its
+stored text and full-text terms are rewritten. A whole-vault run is two passes, full text
+first and vectors after, so search answers before the embedding model is done. With
+`background`, the index follows the vault's writes on a thread of its own: a write (and
+the tool that made it) never waits for the model; `pending()` says what is still queued.
 """
 
 from __future__ import annotations
