@@ -242,8 +242,9 @@ def unified_diff(
 
 
 def _read_json(path: Path) -> dict[str, Any]:
+    """Obsidian's settings, if readable: a regular file only (never blocks on a FIFO)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_note_bytes(path, max_bytes=1 << 20).decode("utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

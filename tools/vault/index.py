@@ -297,6 +297,12 @@ class VaultIndex:
             rel = self._relative(path)
             if rel is None:
                 return report
+            if name_problem(rel):  # SQLite cannot hold such a name: record it readably
+                self.database.write(
+                    SKIPPED_INSERT, (readable_name(rel), name_problem(rel), time.time())
+                )
+                report.skipped += 1
+                return report
             statements = self._note_statements(rel, report, pending)
             self.database.write_many(statements)
             self._flush(pending, report)
@@ -310,6 +316,8 @@ class VaultIndex:
             rel = self.vault.jail.relative(path)
             if rel is None or rel in ("", "."):
                 return report
+            if name_problem(rel):
+                rel = readable_name(rel)  # how it was recorded when skipped
             found = self.database.query(
                 "SELECT path FROM vault_notes WHERE path = ? OR path LIKE ? ESCAPE '\\' "
                 "UNION SELECT path FROM vault_chunks WHERE path = ?",
