@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 
 JOURNAL_KEEP = 500
 PARALLEL_FROM = 8  # a write of this many files or more is written by several threads
-WRITE_THREADS = 8
+WRITE_THREADS = 16
 RECOVERIES_SHOWN = 10
 
 migrations = Migrations("vault_journal")
