@@ -200,9 +200,7 @@ def test_an_obeying_model_deletes_nothing_without_confirmation(
     # refused with its error at once (a preview that cannot run is not offered)
     assert len(ids) == len(VICTIMS) + 2
     # the model was told nothing happened yet, and how the user confirms
-    told = [
-        m["content"] for m in fake_openai.requests[2]["messages"] if m["role"] == "tool"
-    ]
+    told = [m["content"] for m in fake_openai.requests[2]["messages"] if m["role"] == "tool"]
     assert any("Nothing has changed yet" in text and ids[-1] in text for text in told)
     assert_audited(online, outcome)
     # the user decides: rejecting leaves the note, confirming one runs exactly that one
