@@ -76,6 +76,11 @@ class ModelSettings(_Section):
         None, ge=512, description="The server's context in tokens; requests are kept under it."
     )
     stream: bool = Field(True, description="Stream replies (falls back when refused).")
+    tool_messages: Literal["native", "text"] = Field(
+        "native",
+        description="'text': tool calls and results are sent as plain text, for templates "
+        "that render no content for the tool role (llama-cpp-python chatml-function-calling).",
+    )
 
     @property
     def offline(self) -> bool:
