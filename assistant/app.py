@@ -52,7 +52,7 @@ def build_model(settings: Settings) -> ChatModel:
         return OfflinePlanner(intents, config_path=str(config_path))
     from assistant.openai_model import OpenAIChatModel
 
-    return OpenAIChatModel(settings.model)
+    return OpenAIChatModel(settings.model, caps_path=settings.home / "endpoints.json")
 
 
 def new_session_id() -> str:

@@ -346,3 +346,17 @@ def test_tool_messages_text_sends_no_tool_role(server, assistant_for):
 def test_html_entities_echoed_by_an_autoescaping_template_are_decoded(server, assistant_for):
     server.script(completion("It&#39;s &quot;done&quot; &amp; stored."))
     assert assistant_for().ask("hi").answer == 'It\'s "done" & stored.'
+
+
+def test_what_an_endpoint_refused_is_remembered_across_processes(server, tmp_path):
+    server.profile.reject_stream_options = True
+    server.script(completion("one"), completion("two"))
+    (tmp_path / "config.toml").write_text("[model]\nmax_retries = 0\n", encoding="utf-8")
+    for expected in ("one", "two"):  # two one-shot asks, each its own Assistant
+        made = Assistant(load_settings(), tools=[calc_evaluate])
+        try:
+            assert made.ask("hi").answer == expected
+        finally:
+            made.close()
+    assert ["stream_options" in body for body in server.requests] == [True, False, False]
+    assert (tmp_path / "endpoints.json").exists()
