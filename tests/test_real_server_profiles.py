@@ -360,3 +360,16 @@ def test_what_an_endpoint_refused_is_remembered_across_processes(server, tmp_pat
             made.close()
     assert ["stream_options" in body for body in server.requests] == [True, False, False]
     assert (tmp_path / "endpoints.json").exists()
+
+
+@pytest.mark.parametrize(
+    "line, key",
+    [('system_role = "assistant"', "model.system_role"), ("max_tokens = 0", "model.max_tokens")],
+)
+def test_a_bad_model_setting_is_named(tmp_path, line, key):
+    from assistant.errors import ConfigError
+
+    (tmp_path / "config.toml").write_text(f"[model]\n{line}\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as failed:
+        load_settings()
+    assert key in str(failed.value) and "\n" not in str(failed.value)
