@@ -431,7 +431,7 @@ class OpenAIChatModel:
             )
         if isinstance(exc, openai.APIStatusError):
             detail = _error_message(exc)
-            log.debug(
+            log.info(
                 "%s answered HTTP %s: %s", where, exc.status_code, _error_message(exc, full=True)
             )
             status = exc.status_code
