@@ -77,6 +77,7 @@ class EndpointCaps:
     tool_choice: bool = True
     flatten_history: bool = False
     json_mode: JsonMode = "json_schema"
+    developer_role: bool = True  # llama-cpp-python has no `developer` role (HTTP 500)
     learnt: list[str] = field(default_factory=list)
     path: Path | None = None
     key: str = ""
@@ -126,6 +127,7 @@ _LEARNT = (
     "tool_choice",
     "flatten_history",
     "json_mode",
+    "developer_role",
 )
 CAPS_MAX_AGE_S = 7 * 24 * 3600
 
@@ -263,7 +265,9 @@ class OpenAIChatModel:
             "model": self.name,
             "messages": wire_messages(
                 messages,
-                settings.system_role,
+                "system"
+                if settings.system_role == "developer" and not caps.developer_role
+                else settings.system_role,
                 flatten=flattened or caps.flatten_history or settings.tool_messages == "text",
             ),
             "temperature": temperature,
@@ -314,6 +318,11 @@ class OpenAIChatModel:
         if request.get("stream") and re.search(r"\bstream\b", text):
             caps.stream = False
             caps.learn(f"streaming refused ({error}); asking for whole replies")
+            return True
+        sent_roles = {m.get("role") for m in request.get("messages", ())}
+        if "developer" in sent_roles:  # servers without the role refuse the whole request
+            caps.developer_role = False
+            caps.learn(f"the developer role was refused ({error}); using system")
             return True
         if "tool_choice" in request and re.search(r"tool[_ ]choice", text):
             caps.tool_choice = False

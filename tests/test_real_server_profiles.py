@@ -373,3 +373,15 @@ def test_a_bad_model_setting_is_named(tmp_path, line, key):
     with pytest.raises(ConfigError) as failed:
         load_settings()
     assert key in str(failed.value) and "\n" not in str(failed.value)
+
+
+def test_a_refused_developer_role_falls_back_to_system(server, assistant_for):
+    def no_developer(body: dict[str, Any]) -> Any:
+        if any(m["role"] == "developer" for m in body["messages"]):
+            return http_error(500, "1 validation error: role Input should be 'system', 'user'")
+        return completion("Hi!")
+
+    server.script(no_developer, no_developer)
+    outcome = assistant_for('system_role = "developer"\n').ask("hi")
+    assert outcome.answer == "Hi!"
+    assert [body["messages"][0]["role"] for body in server.requests] == ["developer", "system"]
