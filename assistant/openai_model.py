@@ -78,6 +78,7 @@ class EndpointCaps:
     flatten_history: bool = False
     json_mode: JsonMode = "json_schema"
     developer_role: bool = True  # llama-cpp-python has no `developer` role (HTTP 500)
+    tool_reasoning: bool = True  # DeepSeek wants a tool call's reasoning sent back
     learnt: list[str] = field(default_factory=list)
     path: Path | None = None
     key: str = ""
@@ -128,6 +129,7 @@ _LEARNT = (
     "flatten_history",
     "json_mode",
     "developer_role",
+    "tool_reasoning",
 )
 CAPS_MAX_AGE_S = 7 * 24 * 3600
 
@@ -269,6 +271,7 @@ class OpenAIChatModel:
                 if settings.system_role == "developer" and not caps.developer_role
                 else settings.system_role,
                 flatten=flattened or caps.flatten_history or settings.tool_messages == "text",
+                tool_reasoning=caps.tool_reasoning,
             ),
             "temperature": temperature,
             "max_tokens": self._max_tokens(messages, tools),
@@ -319,7 +322,12 @@ class OpenAIChatModel:
             caps.stream = False
             caps.learn(f"streaming refused ({error}); asking for whole replies")
             return True
-        sent_roles = {m.get("role") for m in request.get("messages", ())}
+        sent = request.get("messages", ())
+        if "reasoning_content" in text and any("reasoning_content" in m for m in sent):
+            caps.tool_reasoning = False
+            caps.learn(f"reasoning_content refused ({error}); not sent back again")
+            return True
+        sent_roles = {m.get("role") for m in sent}
         if "developer" in sent_roles:  # servers without the role refuse the whole request
             caps.developer_role = False
             caps.learn(f"the developer role was refused ({error}); using system")

@@ -385,3 +385,34 @@ def test_a_refused_developer_role_falls_back_to_system(server, assistant_for):
     outcome = assistant_for('system_role = "developer"\n').ask("hi")
     assert outcome.answer == "Hi!"
     assert [body["messages"][0]["role"] for body in server.requests] == ["developer", "system"]
+
+
+def test_a_tool_calls_reasoning_goes_back_within_the_turn_as_deepseek_documents(
+    server, assistant_for
+):
+    from fake_openai import tool_call
+
+    server.script(
+        completion(None, [tool_call(*ADD)], reasoning="plan: use the calculator"),
+        completion("It is 89.", reasoning="the tool said 89"),
+        completion("Hello!"),
+    )
+    assistant = assistant_for()
+    assistant.ask("what is 40 + 49?", session="d")
+    assistant.ask("hi", session="d")
+    within = [m for m in server.requests[1]["messages"] if m.get("tool_calls")]
+    assert within[0]["reasoning_content"] == "plan: use the calculator"
+    assert "the tool said 89" not in json.dumps(server.requests[2])
+
+
+def test_a_server_refusing_reasoning_content_gets_it_no_more(server, assistant_for):
+    from fake_openai import tool_call
+
+    def strict(body: dict[str, Any]) -> Any:
+        if any("reasoning_content" in m for m in body["messages"]):
+            return http_error(400, "messages.2.reasoning_content: Extra inputs are not permitted")
+        return completion("It is 89.")
+
+    server.script(completion(None, [tool_call(*ADD)], reasoning="plan"), strict, strict)
+    outcome = assistant_for().ask("what is 40 + 49?")
+    assert outcome.answer == "It is 89." and len(server.requests) == 3
