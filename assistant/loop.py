@@ -17,6 +17,14 @@ from typing import Any
 
 from assistant.config import LoopLimits
 from assistant.errors import ModelError
+from assistant.events import (
+    RequestStarted,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnObserver,
+    TurnStopped,
+)
 from assistant.grounding import check_answer, corrective_note
 from assistant.model import ChatModel, Message, ModelReply, Usage
 from assistant.outcome import GroundingCheck, StopReason, TurnOutcome
@@ -93,6 +101,7 @@ class Turn:
     tool_groups: Collection[str] | None = None
     unattended: bool = False
     clock: Callable[[], float] = time.monotonic
+    observer: TurnObserver | None = None  # sees the turn's events as they happen
 
 
 class TurnBudget:
@@ -172,7 +181,7 @@ def run_turn(turn: Turn) -> TurnOutcome:
             effects = any(c.has_effects for c in calls)
             state.append(reply.message, durable=effects)
             refusals = [reason for call in calls if (reason := budget.admit(call))]
-            outcomes = turn.runner.run(calls, state.context_for, budget.deadline)
+            outcomes = state.run_tools(calls)
             state.append(
                 *(
                     {"role": "tool", "tool_call_id": o.call_id, "content": o.content}
@@ -216,10 +225,25 @@ class _TurnState:
             unattended=turn.unattended,
         )
 
+    def run_tools(self, calls: list[PreparedCall]) -> list[CallOutcome]:
+        observer = self.turn.observer
+        if observer is not None:
+            for call in calls:
+                observer(ToolStarted(call.name, call.call_id))
+        outcomes = self.turn.runner.run(calls, self.context_for, self.budget.deadline)
+        if observer is not None:
+            for done in outcomes:
+                observer(ToolFinished(done.name, done.call_id, done.status, done.duration_ms))
+        return outcomes
+
     def request(self, tools: list[dict[str, Any]] | None) -> ModelReply:
         index = self.budget.requests
         self.budget.requests += 1
         self.turn.recorder.before_request(index, self.messages)
+        observer, streaming = self.turn.observer, dict[str, Any]()
+        if observer is not None:
+            observer(RequestStarted(index, len(tools or ())))
+            streaming["on_delta"] = lambda text: observer(TextDelta(text, index))
         started = time.perf_counter()
         try:
             reply = self.turn.model.complete(
@@ -227,6 +251,7 @@ class _TurnState:
                 tools or None,
                 temperature=self.turn.temperature,
                 timeout_s=max(self.budget.remaining_s(), 1.0),
+                **streaming,
             )
         except ModelError as exc:
             duration = (time.perf_counter() - started) * 1000
@@ -306,6 +331,8 @@ class _TurnState:
             grounding=self.grounding,
         )
         self.turn.recorder.turn_finished(outcome)
+        if self.turn.observer is not None:
+            self.turn.observer(TurnStopped(stop.value, answer, outcome.stop_detail))
         return outcome
 
 
