@@ -163,4 +163,12 @@ class ThrottledModel:
             )
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+        value = getattr(self.inner, name)
+        if name == "complete_json":  # structured requests take a slot too (D4)
+
+            def throttled(*args: Any, **kwargs: Any) -> Any:
+                with self._slots:
+                    return value(*args, **kwargs)
+
+            return throttled
+        return value
