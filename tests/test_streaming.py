@@ -20,7 +20,7 @@ from typing import Any
 import polling
 import pytest
 from clirun import run_cli
-from fake_openai import FakeOpenAI, calls, completion, delay
+from fake_openai import FakeOpenAI, Profile, calls, completion, delay
 from ptyrun import TerminalRun, cli_env
 from test_daemon import DaemonProcess, make_vault
 
@@ -198,6 +198,25 @@ def test_a_one_shot_ask_prints_its_answer_before_extraction_runs(
     assert extraction.waited_in_vain is False  # the answer was out before extraction asked
 
 
+def test_tokens_reach_the_terminal_while_the_endpoint_is_still_sending(tmp_path: Path) -> None:
+    server = FakeOpenAI(Profile(piece_chars=16, chunk_gap_s=2.0))  # 2 s between chunks
+    try:
+        server.script(completion("The first piece, and then the rest."))
+        env = cli_env(tmp_path, _endpoint_env(server))
+        run = TerminalRun(env, "ask", "--session", "s1", "go on")
+        try:
+            run.wait_for("The first piece,")
+            partial = run.stdout
+            assert run.finish() == 0, run.stderr
+        finally:
+            run.kill()
+    finally:
+        server.close()
+    assert "the rest." not in partial  # shown while the endpoint still had more to send
+    assert run.stdout.count("The first piece, and then the rest.") == 1
+    assert server.requests[0]["stream"] is True
+
+
 def test_ctrl_c_exits_130_with_one_line(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     fake_openai.script(delay(60, completion("never shown")))
     run = TerminalRun(cli_env(tmp_path, _endpoint_env(fake_openai)), "ask", "take your time")
@@ -350,3 +369,29 @@ def _post(daemon: DaemonProcess, path: str, body: dict[str, Any]) -> tuple[int, 
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     with opener.open(request, timeout=WAIT_S) as response:
         return response.status, json.loads(response.read())
+
+
+def test_eval_shows_progress_per_case(tmp_path: Path) -> None:
+    cases = tmp_path / "cases.json"
+    cases.write_text(
+        json.dumps(
+            {
+                "cases": [
+                    {
+                        "id": "add",
+                        "category": "calc",
+                        "input": "15加27等于多少",
+                        "expect_number": 42,
+                    },
+                    {"id": "pow", "category": "calc", "input": "2的10次方", "expect_number": 1024},
+                ]
+            },
+            ensure_ascii=False,
+        ),
+        encoding="utf-8",
+    )
+    done = run_cli(tmp_path / "home", "-v", "eval", str(cases))
+    assert done.returncode == 0, done.stderr
+    progress = [line for line in done.stderr.splitlines() if line.startswith("[")]
+    assert progress[0].startswith("[1/2] passed") and progress[0].split()[2] == "add"
+    assert progress[1].startswith("[2/2] passed") and " s)" in progress[1]
