@@ -15,10 +15,13 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class RequestStarted:
-    """A request to the model is about to be sent (`index` counts from 0 in the turn)."""
+    """A request to the model is about to be sent (`index` counts from 0 in the turn).
+    `purpose`: "turn" (the loop's own), "check" (the answer contradicted a tool result
+    and is asked again, L16) or "wrap_up" (a bound was hit; the answer without tools)."""
 
     index: int
     tools: int
+    purpose: str = "turn"
 
 
 @dataclass(frozen=True, slots=True)

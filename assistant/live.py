@@ -63,10 +63,7 @@ class TurnView:
         if isinstance(event, TextDelta):
             self._text(event)
         elif isinstance(event, RequestStarted):
-            self._end_line()
-            if self.verbose:
-                self._note(f"request {event.index + 1} to the model ({event.tools} tools offered)")
-            self._spin("thinking…")
+            self._request(event)
         elif isinstance(event, ToolStarted):
             self._end_line()
             if self.activity:
@@ -77,6 +74,18 @@ class TurnView:
                 self._note(f"{event.name}: {event.status} ({event.ms:.0f} ms)")
         elif isinstance(event, TurnStopped):
             self._stopped(event)
+
+    def _request(self, event: RequestStarted) -> None:
+        self._end_line()
+        if self.verbose:
+            why = {"check": ", to correct the answer", "wrap_up": ", to wrap up"}
+            self._note(
+                f"request {event.index + 1} to the model ({event.tools} tools offered"
+                f"{why.get(event.purpose, '')})"
+            )
+        if event.purpose == "check" and self.tokens and self.streamed:
+            self._note("(that answer contradicts a tool result; asking the model to correct it)")
+        self._spin("checking…" if event.purpose == "check" else "thinking…")
 
     def _text(self, event: TextDelta) -> None:
         if not event.text:

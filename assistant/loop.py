@@ -236,13 +236,13 @@ class _TurnState:
                 observer(ToolFinished(done.name, done.call_id, done.status, done.duration_ms))
         return outcomes
 
-    def request(self, tools: list[dict[str, Any]] | None) -> ModelReply:
+    def request(self, tools: list[dict[str, Any]] | None, purpose: str = "turn") -> ModelReply:
         index = self.budget.requests
         self.budget.requests += 1
         self.turn.recorder.before_request(index, self.messages)
         observer, streaming = self.turn.observer, dict[str, Any]()
         if observer is not None:
-            observer(RequestStarted(index, len(tools or ())))
+            observer(RequestStarted(index, len(tools or ()), purpose))
             streaming["on_delta"] = lambda text: observer(TextDelta(text, index))
         started = time.perf_counter()
         try:
@@ -283,7 +283,7 @@ class _TurnState:
         self.messages.append({"role": "assistant", "content": answer})
         self.messages.append({"role": "user", "content": corrective_note(mismatches)})
         try:
-            reply = self.request(None)
+            reply = self.request(None, purpose="check")
         except ModelError:
             return answer
         finally:
@@ -303,7 +303,7 @@ class _TurnState:
         )
         self.append({"role": "user", "content": note}, persist=False)
         try:
-            reply = self.request(None)
+            reply = self.request(None, purpose="wrap_up")
         except ModelError as exc:
             return self.finish(f"I had to stop: {why}, and the model failed: {exc}", stop, exc)
         self.messages.pop()

@@ -8,6 +8,7 @@ the real `openai` SDK against tests/fake_openai.py, a real daemon; no timing ass
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -33,6 +34,7 @@ from assistant.events import (
     as_dict,
     from_dict,
 )
+from assistant.live import TurnView
 from assistant.remembering import EXTRACTION_PROMPT
 from assistant.testing import ScriptedModel, streamed, text
 from assistant.testing import calls as scripted_calls
@@ -88,6 +90,42 @@ def test_the_loop_reports_each_step_as_it_happens(make_assistant) -> None:
     assert seen[4:6] == [TextDelta("15+27", 1), TextDelta(" = 42", 1)]
     assert seen[6] == TurnStopped("final", "15+27 = 42", None)
     assert outcome.answer == "15+27 = 42"
+
+
+def test_a_corrected_answer_is_shown_as_a_correction(make_assistant) -> None:
+    model = ScriptedModel(
+        [
+            scripted_calls(("calc_evaluate", {"expression": "15+27"})),
+            streamed("15+27 = ", "43"),  # contradicts the tool's 42 (L16)
+            streamed("15+27 = ", "42"),
+        ]
+    )
+    seen: list[Any] = []
+    outcome = make_assistant(model=model).ask("what is 15+27?", observer=seen.append)
+    assert outcome.answer == "15+27 = 42"
+    purposes = [e.purpose for e in seen if isinstance(e, RequestStarted)]
+    assert purposes == ["turn", "turn", "check"]
+
+    out, err = io.StringIO(), io.StringIO()
+    view = TurnView(tokens=True, spinner=False, verbose=False, out=out, err=err)
+    for event in seen:
+        view(event)
+    view.close()
+    assert out.getvalue() == "15+27 = 43\n15+27 = 42\n"
+    assert "contradicts a tool result" in err.getvalue() and view.shown
+
+
+def test_an_answer_that_differs_from_the_streamed_text_is_printed_whole() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    view = TurnView(tokens=True, spinner=False, verbose=False, out=out, err=err)
+    for event in (
+        RequestStarted(0, 3),
+        TextDelta("partial", 0),
+        TurnStopped("final", "something else entirely"),
+    ):
+        view(event)
+    assert not view.shown  # the CLI prints the stored answer after this
+    assert out.getvalue() == "partial\n" and "revised" in err.getvalue()
 
 
 def test_a_model_without_on_delta_still_works_when_nobody_observes(make_assistant) -> None:
