@@ -344,6 +344,10 @@ def test_the_daemon_streams_a_turn_as_ndjson_then_its_outcome(
         outcome["tool_calls"][0]["result"]
     )
 
+    [refused] = list(_stream(daemon, {"text": "   "}))  # a bad request is one error line
+    assert refused["event"] == "error" and refused["error"] == "EMPTY"
+    assert refused["status"] == 400 and "empty" in refused["detail"]
+
     endpoint.script(completion("still here"))
     old = daemon.cli_json("ask", "--session", "nd1", "and the old endpoint?")  # POST /ask
     assert old["answer"] == "still here" and old["served_by"] == "daemon"
