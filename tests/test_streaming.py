@@ -200,6 +200,17 @@ def test_chat_on_a_terminal_streams_each_answer_once(tmp_path: Path) -> None:
     assert run.stdout.count("15+27 = 42") == 1 and run.stdout.count("42+8 = 50") == 1
 
 
+def test_ctrl_c_leaves_chat_with_130(tmp_path: Path) -> None:
+    run = TerminalRun(cli_env(tmp_path), "chat", stdin=subprocess.PIPE)
+    try:
+        run.wait_for("empty line or Ctrl-D to leave", on="stderr")
+        run.interrupt()
+        assert run.finish() == 130
+    finally:
+        run.kill()
+    assert "Traceback" not in run.stderr
+
+
 # -- against the fake endpoint, in this process ------------------------------------------------
 
 
