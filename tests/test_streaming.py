@@ -412,6 +412,23 @@ def test_ask_through_the_daemon_streams_to_the_terminal_and_ctrl_c_cancels(
     assert len(endpoint.requests) == before + 1  # nothing more was asked after the cancel
 
 
+def test_a_turn_the_daemon_cancels_exits_non_zero(
+    daemon: DaemonProcess, endpoint: FakeOpenAI
+) -> None:
+    """Last of the daemon tests: it stops the daemon under a running turn."""
+    before = len(endpoint.requests)
+    endpoint.script(delay(3, calls(("calc_evaluate", {"expression": "2+2"}))))
+    run = TerminalRun(daemon.env, "ask", "--session", "sd1", "slow again")
+    try:
+        polling.wait_for(lambda: len(endpoint.requests) > before, "the model request", WAIT_S)
+        daemon.terminate()  # SIGTERM: running turns end `cancelled`
+        assert run.finish() == 1, (run.stdout, run.stderr)
+    finally:
+        run.kill()
+    assert "stopped early (cancelled)" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
 def _post(daemon: DaemonProcess, path: str, body: dict[str, Any]) -> tuple[int, Any]:
     request = urllib.request.Request(
         daemon.api["url"] + path,
