@@ -52,9 +52,11 @@ class ModelServerError(ModelError):
 
 
 class ModelRequestError(ModelError):
-    """The endpoint rejected the request (bad key, unknown model, bad payload)."""
+    """The endpoint rejected the request (bad key, unknown model, bad payload); `status`
+    is the HTTP status when the server sent one."""
 
     code = "MODEL_REQUEST_REJECTED"
+    status: int | None = None
 
 
 class ModelReplyError(ModelError):

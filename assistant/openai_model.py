@@ -20,6 +20,7 @@ import json
 import logging
 import random
 import re
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -131,7 +132,8 @@ class OpenAIChatModel:
             try:
                 return self._complete(messages, None, temperature, timeout_s, None, response_format)
             except ModelRequestError as exc:
-                if mode == "text" or isinstance(exc, ModelContextOverflow):
+                refused_payload = getattr(exc, "status", None) in (400, 422, 500)
+                if mode == "text" or not refused_payload:
                     raise
                 following = JSON_MODES[JSON_MODES.index(mode) + 1]
                 self.caps.json_mode = following
@@ -181,6 +183,8 @@ class OpenAIChatModel:
             if flattened:
                 self.caps.learn("stored tool messages were refused; history is sent as text")
                 self.caps.flatten_history = True
+            if reply.reasoning:  # shown with -v only; the trace keeps it whole
+                log.info("model reasoning: %s", one_line(reply.reasoning, 400))
             return reply
 
     def _request(
@@ -246,7 +250,7 @@ class OpenAIChatModel:
             caps.stream = False
             caps.learn(f"streaming refused ({error}); asking for whole replies")
             return True
-        if "tool_choice" in request and "tool_choice" in text:
+        if "tool_choice" in request and re.search(r"tool[_ ]choice", text):
             caps.tool_choice = False
             caps.learn(f"tool_choice refused ({error}); not sent again")
             return True
@@ -259,10 +263,8 @@ class OpenAIChatModel:
         deadline: float,
         on_delta: Callable[[str], None] | None,
     ) -> ModelReply:
-        import httpx
-
         gap = max(min(self.settings.timeout_s, deadline - time.monotonic()), 0.05)
-        timeout = httpx.Timeout(gap, connect=min(gap, 10.0))
+        timeout = self._openai.Timeout(gap, connect=min(gap, 10.0))
         if not request.get("stream"):
             try:
                 completion = self._client.chat.completions.create(**request, timeout=timeout)
@@ -284,14 +286,16 @@ class OpenAIChatModel:
                     raise ModelTimeout(
                         f"{self._where} was still answering when the turn's time ran out"
                     )
-        except httpx.TimeoutException as exc:
+        except (self._openai.APITimeoutError, *_transport_errors("TimeoutException")) as exc:
             raise ModelTimeout(
                 f"{self._where} sent nothing for {gap:.3g} s"
                 + (" in the middle of its answer" if assembler.started else "")
+                + " (not re-sent: it may still be working on it)"
             ) from exc
-        except httpx.TransportError as exc:
+        except (self._openai.APIConnectionError, *_transport_errors("TransportError")) as exc:
             raise ModelServerError(
-                f"{self._where} closed the connection in the middle of its answer ({exc})"
+                f"{self._where} closed the connection in the middle of its answer "
+                f"({one_line(str(exc.__cause__ or exc), 120)})"
             ) from exc
         except ValueError as exc:
             raise ModelReplyError(f"{self._where} sent a chunk that is not JSON ({exc})") from exc
@@ -371,7 +375,11 @@ class OpenAIChatModel:
                     f"{where}: the request is too long for the model: {detail}"
                 )
             if status < 500 or (status == 500 and _VALIDATION.search(detail)):
-                return ModelRequestError(f"{where} rejected the request (HTTP {status}): {detail}")
+                rejected = ModelRequestError(
+                    f"{where} rejected the request (HTTP {status}): {detail}"
+                )
+                rejected.status = status
+                return rejected
             tried = f" after {retries} retries" if status in RETRY_STATUSES else ""
             return ModelServerError(f"{where} answered HTTP {status}{tried}: {detail}")
         if isinstance(exc, openai.APIError):
@@ -535,12 +543,24 @@ def _has_tool_messages(messages: Sequence[Message]) -> bool:
     return any(m.get("role") == "tool" or m.get("tool_calls") for m in messages)
 
 
+def _transport_errors(name: str) -> tuple[type[BaseException], ...]:
+    """`name` (e.g. TimeoutException) of whichever HTTP library the SDK streams with:
+    openai 1.x raises raw httpx errors mid-stream, later versions wrap httpx2's."""
+    found = []
+    for module_name in ("httpx", "httpx2"):
+        module = sys.modules.get(module_name)
+        kind = getattr(module, name, None) if module is not None else None
+        if isinstance(kind, type) and issubclass(kind, BaseException):
+            found.append(kind)
+    return tuple(found)
+
+
 def _refused(exc: Exception) -> bool:
     """A connection that was never made (refused, no route): no request reached the server."""
-    import httpx
-
     cause = exc.__cause__ or exc.__context__
-    return isinstance(cause, httpx.ConnectError | ConnectionRefusedError)
+    if isinstance(cause, ConnectionRefusedError):
+        return True
+    return any(kind.__name__ == "ConnectError" for kind in type(cause).__mro__)
 
 
 def one_line(text: str, limit: int = 240) -> str:

@@ -175,3 +175,33 @@ def test_a_streamed_answer_cut_by_the_token_limit_says_so(server):
     reply = model_for(server, max_tokens=64).complete(ASK, None, temperature=0)
     assert reply.truncated and reply.content == "The first half of"
     assert server.requests[0]["max_tokens"] == 64
+
+
+def test_the_daemon_throttle_passes_streamed_text_and_structured_requests_through(server):
+    from assistant.daemon.workqueue import ThrottledModel
+
+    server.script(completion("Streamed through the throttle."), completion('{"summary": "s"}'))
+    throttled = ThrottledModel(model_for(server), limit=1)
+    pieces: list[str] = []
+    reply = throttled.complete(ASK, None, temperature=0, timeout_s=10, on_delta=pieces.append)
+    assert "".join(pieces) == reply.content == "Streamed through the throttle."
+    schema = {"type": "object", "properties": {"summary": {"type": "string"}}}
+    assert throttled.complete_json(ASK, schema, name="summary").content == '{"summary": "s"}'
+
+
+def test_a_refused_connection_is_retried_with_backoff(monkeypatch):
+    import socket
+
+    from assistant.errors import ModelUnavailable
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    pauses: list[float] = []
+    monkeypatch.setattr("assistant.openai_model.time.sleep", pauses.append)
+    model = OpenAIChatModel(
+        ModelSettings(base_url=f"http://127.0.0.1:{port}/v1", api_key="t", name="m", max_retries=2)
+    )
+    with pytest.raises(ModelUnavailable):
+        model.complete(ASK, None, temperature=0, timeout_s=30)
+    assert len(pauses) == 2 and pauses[1] > pauses[0] * 1.2
