@@ -115,6 +115,26 @@ def test_a_corrected_answer_is_shown_as_a_correction(make_assistant) -> None:
     assert "contradicts a tool result" in err.getvalue() and view.shown
 
 
+def test_an_echoed_runtime_note_is_never_streamed(make_assistant) -> None:
+    model = ScriptedModel(
+        [
+            scripted_calls(("calc_evaluate", {"expression": "40+49"})),
+            streamed(
+                "[runtime note] Tools are no longer ",
+                "available in this turn.\n",
+                "The sum is ",
+                "89.",
+            ),
+        ]
+    )
+    seen: list[Any] = []
+    outcome = make_assistant(model=model, max_requests=2).ask("40+49?", observer=seen.append)
+    assert outcome.stop_reason.value == "max_requests" and outcome.answer == "The sum is 89."
+    shown = "".join(e.text for e in seen if isinstance(e, TextDelta))
+    assert shown == "The sum is 89." and "runtime note" not in shown
+    assert [e.purpose for e in seen if isinstance(e, RequestStarted)] == ["turn", "wrap_up"]
+
+
 def test_an_answer_that_differs_from_the_streamed_text_is_printed_whole() -> None:
     out, err = io.StringIO(), io.StringIO()
     view = TurnView(tokens=True, spinner=False, verbose=False, out=out, err=err)
