@@ -148,6 +148,16 @@ def test_an_answer_that_differs_from_the_streamed_text_is_printed_whole() -> Non
     assert out.getvalue() == "partial\n" and "revised" in err.getvalue()
 
 
+def test_what_the_loop_adds_to_a_streamed_answer_is_printed_after_it() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    view = TurnView(tokens=True, spinner=False, verbose=False, out=out, err=err)
+    note = "[The answer was cut off: the model reached its token limit.]"
+    for event in (TextDelta("A long answ", 0), TurnStopped("final", f"A long answ\n\n{note}")):
+        view(event)
+    assert view.shown and out.getvalue() == f"A long answ\n\n{note}\n"
+    assert "revised" not in err.getvalue()
+
+
 def test_a_model_without_on_delta_still_works_when_nobody_observes(make_assistant) -> None:
     class Plain:  # the protocol as it was before streaming: no on_delta parameter
         name = "plain"
