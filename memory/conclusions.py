@@ -19,12 +19,13 @@ more, so no value is ever dropped.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 import unicodedata
 import uuid
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -35,8 +36,23 @@ from memory.categories import CategoryTyper, fits, head_of, scope_key
 from memory.db import Database, Migrations
 from memory.extraction import Slot, asked_subject, slot_of, usage_of
 from memory.index import HybridIndex, Vectors, Weights
+from memory.reconcile import (
+    Judgement,
+    Known,
+    canonical_subject,
+    change_cue,
+    mentions,
+    old_values,
+    owners,
+    same_value,
+    subject_of,
+    topic_words,
+    without_cues,
+)
 from memory.redact import Redactor
 from memory.text import HAN, STOP_WORDS, stem
+
+log = logging.getLogger(__name__)
 
 Kind = Literal["fact", "preference", "decision", "note"]
 KINDS: tuple[str, ...] = ("fact", "preference", "decision", "note")
@@ -51,9 +67,13 @@ STATUSES: tuple[str, ...] = ("active", "superseded", "retired")
 SAME_STATEMENT = 0.955
 SAME_FRAME = 0.85
 CANDIDATES = 5
+# the model judges a new conclusion against at most this many stored ones
+JUDGE_CANDIDATES = 5
 # a new "my work laptop is …" is typed against at most this many nearest rows that only
 # say what the speaker uses ("I use a ThinkPad X1 for work"): one embedding each
 TYPED_CANDIDATES = 5
+# the model judges a new conclusion against at most this many stored ones
+JUDGE_CANDIDATES = 5
 # recall: among rows about one subject, a newer row goes first when it scores within this
 # much of an older one (fused scores run 0..fts+vector weights)
 RECENCY_TIE = 0.15
@@ -135,11 +155,31 @@ class Conclusion:
         return asdict(self)
 
 
-@dataclass
+@dataclass(frozen=True)
+class Decision:
+    """How a new conclusion was reconciled with the stored ones, and by whom: the
+    decision (`memory.reconcile.ACTIONS`), the row restated or replaced, and why."""
+
+    by: Literal["rules", "model"]
+    action: str
+    target: str | None
+    reason: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class Remembered:
     conclusion: Conclusion
     action: Literal["created", "restated", "superseded"]
     previous: Conclusion | None = None
+    decision: Decision | None = None
+
+
+# a judge sees the new text and the candidates; it returns its decision or raises
+Judge = Callable[[str, Sequence[Known]], Judgement]
+_ACTION_OF: dict[str | None, str] = {"restate": "restatement", "supersede": "update", None: "new"}
 
 
 def _normalised(text: str) -> str:
@@ -161,8 +201,10 @@ class ConclusionStore:
         *,
         redactor: Redactor | None = None,
         weights: Weights | None = None,
+        judge: Judge | None = None,
     ) -> None:
         self.database = database
+        self.judge = judge
         self.redactor = redactor or Redactor()
         database.migrate(migrations)
         self.index = HybridIndex(database, "conclusions", "conclusions", vectors, weights)
@@ -284,19 +326,21 @@ class ConclusionStore:
         subject = normalise_subject(subject)
         now = time.time() if now is None else now
         tags = sorted({tag.strip().lstrip("#").lower() for tag in tags if tag.strip()})
-        existing, verdict = self._match(text, kind, subject)
+        existing, verdict, reason = self._match(text, kind, subject)
+        decision = Decision("rules", _ACTION_OF[verdict], existing.id if existing else None, reason)
+        if self.judge is not None:
+            decision = self._judged(text, kind, subject, decision)
+            existing = self.get(decision.target) if decision.target else None
+            verdict = {"restatement": "restate", "update": "supersede"}.get(decision.action)
         if existing is not None and verdict == "restate":
-            return self._restate(existing, text, tags, subject, now)
+            return replace(self._restate(existing, text, tags, subject, now), decision=decision)
         if verdict != "supersede":
             existing = None
-        slot = slot_of(text)
         new = Conclusion(
             id=f"c_{uuid.uuid4().hex[:16]}",
             text=text,
             kind=kind,
-            subject=subject
-            or (existing.subject if existing else None)
-            or (normalise_subject(slot.subject) if slot else None),
+            subject=subject or (existing.subject if existing else None) or _stated_subject(text),
             tags=tags,
             source_session=source_session,
             source_message_id=source_message_id,
@@ -342,18 +386,21 @@ class ConclusionStore:
         self.index.embed([new.id], [new.text])
         if existing is not None:
             previous = self.get(existing.id)
-            return Remembered(new, "superseded", previous)
-        return Remembered(new, "created")
+            return Remembered(new, "superseded", previous, decision)
+        return Remembered(new, "created", None, decision)
 
     def _match(
         self, text: str, kind: str, subject: str | None
-    ) -> tuple[Conclusion | None, Literal["restate", "supersede"] | None]:
-        """The active conclusion this text restates or supersedes, and which of the two.
+    ) -> tuple[Conclusion | None, Literal["restate", "supersede"] | None, str]:
+        """The active conclusion this text restates or supersedes, which of the two, and
+        the rule that decided (the rules' half of reconciliation, `memory.reconcile`).
 
         Only strong evidence links two statements (a distinct fact must never retire or
-        overwrite another): the same subject, given or stated ("my X is …", "I live in …");
-        or the same frame with only the value changed; or, for a restatement, the same
-        content words. Vector similarity only nominates candidates."""
+        overwrite another): the same subject, given or stated ("my X is …", "I live in …",
+        a role: "the person who cuts my hair", "Ana now reports to …"); a change that
+        names the replaced value ("instead of Dr. Rao", "从周三改为周五") found in one
+        fitting row; the same frame with only the value changed; or, for a restatement,
+        the same content words. Vector similarity only nominates candidates."""
         keys = _keys(subject, text)
         if keys:
             marks = ",".join("?" * len(keys))
@@ -364,36 +411,123 @@ class ConclusionStore:
             )
             if rows:
                 old = Conclusion.from_row(rows[0])
-                return old, self._restate_or_supersede(old, text, subject)
+                verdict = self._restate_or_supersede(old, text, subject)
+                return old, verdict, f"same subject {old.subject!r}"
         where, params = "o.status = 'active' AND o.kind = ?", [kind]
         for found in self._get_many(
             hit.id for hit in self.index.search(text, 3, where=where, params=params)
         ).values():
             if _normalised(found.text) == _normalised(text):
-                return found, "restate"
+                return found, "restate", "the same text"
+        named = self._named_old_value(text, keys)
+        if named is not None:
+            old, value = named
+            return old, "supersede", f"the change names the replaced value {value!r}"
         candidates = []
         similar = self.index.similar(text, CANDIDATES, where="o.status = 'active'")
         by_id = self._get_many(doc_id for doc_id, _ in similar)
+        cue = change_cue(text)
         for doc_id, similarity in similar:
             old = by_id.get(doc_id)
             if old is None:
                 continue
             old_keys = _keys(old.subject, old.text)
             if keys & old_keys:  # a row stored before its subject was known
-                return old, self._restate_or_supersede(old, text, subject)
+                verdict = self._restate_or_supersede(old, text, subject)
+                return old, verdict, "same subject (stated by the stored text)"
             if keys and old_keys:
                 continue  # about different subjects
             if old.kind == kind:
                 candidates.append((old, similarity))
         for old, similarity in candidates:
             if similarity >= SAME_STATEMENT and _agree(old.text, text):
-                return old, "restate"
+                return old, "restate", f"the same content words (similarity {similarity:.3f})"
             if similarity >= SAME_FRAME and _value_change(old.text, text):
-                return old, "supersede"
+                return old, "supersede", "the same frame with another value"
+            if (
+                cue
+                and similarity >= SAME_FRAME
+                and owners(old.text) == owners(text)
+                and _value_change(without_cues(old.text), without_cues(text), cued=True)
+            ):
+                return old, "supersede", "a change cue, and the same frame with another value"
         slot = slot_of(text)
         if slot is not None and subject is None:
-            return self._typed_match(text, kind, slot)
-        return None, None
+            old, verdict = self._typed_match(text, kind, slot)
+            if old is not None:
+                return old, verdict, "the stored value is the kind of thing the subject names"
+        return None, None, "nothing stored about the same thing"
+
+    def _named_old_value(self, text: str, keys: set[str]) -> tuple[Conclusion, str] | None:
+        """The one active row stating the value a change says was replaced ("instead of
+        Dr. Rao", "from Tuesday to Thursday", "不再去何医生那里"): about the same people as
+        the new text, not about another subject, and, when several rows state the value,
+        the only one sharing most topic words with the new text."""
+        new_owners, new_topic = owners(text), topic_words(text)
+        for value in old_values(text):
+            hits = self.index.search(value, 2 * CANDIDATES, where="o.status = 'active'")
+            rows = [
+                row
+                for row in self._get_many(hit.id for hit in hits).values()
+                if mentions(row.text, value) and owners(row.text) == new_owners
+            ]
+            rows = [
+                row
+                for row in rows
+                if not (keys and (row_keys := _keys(row.subject, row.text)) and not keys & row_keys)
+            ]
+            if len(rows) == 1:
+                return rows[0], value
+            value_words = topic_words(value)
+            shared = sorted(
+                ((len((topic_words(row.text) - value_words) & new_topic), row) for row in rows),
+                key=lambda pair: -pair[0],
+            )
+            if len(shared) > 1 and shared[0][0] >= 1 and shared[0][0] > shared[1][0]:
+                return shared[0][1], value
+        return None
+
+    def _judged(self, text: str, kind: str, subject: str | None, rules: Decision) -> Decision:
+        """The model's decision over the top few candidates, or the rules' when the
+        model fails (an error, a timeout, a reply that does not validate, an id that
+        was not offered)."""
+        assert self.judge is not None
+        candidates = self._candidates(text, subject, rules.target)
+        if not candidates:
+            return rules
+        known = [
+            Known(c.id, c.text, c.kind, time.strftime("%Y-%m-%d", time.localtime(c.valid_from)))
+            for c in candidates
+        ]
+        try:
+            judgement = self.judge(text, known)
+        except Exception as exc:  # noqa: BLE001 - any failure of the model leaves it to the rules
+            log.warning("memory: the model's reconciliation failed, rules decide: %s", exc)
+            return replace(rules, reason=f"{rules.reason} (model failed: {exc})"[:500])
+        target = judgement.id if judgement.decision in ("update", "restatement") else None
+        return Decision("model", judgement.decision, target, judgement.reason)
+
+    def _candidates(self, text: str, subject: str | None, first: str | None) -> list[Conclusion]:
+        """The active rows most likely about the same thing: the rules' pick, rows under
+        the same subject, and the nearest by meaning (at most `JUDGE_CANDIDATES`)."""
+        ids: list[str] = [first] if first else []
+        keys = _keys(subject, text)
+        if keys:
+            marks = ",".join("?" * len(keys))
+            ids += [
+                row["id"]
+                for row in self.database.query(
+                    f"SELECT id FROM conclusions WHERE subject IN ({marks}) AND status = 'active' "
+                    "ORDER BY updated_at DESC LIMIT 3",
+                    sorted(keys),
+                )
+            ]
+        ids += [
+            doc_id
+            for doc_id, _ in self.index.similar(text, CANDIDATES, where="o.status = 'active'")
+        ]
+        by_id = self._get_many(ids)
+        return [by_id[i] for i in dict.fromkeys(ids) if i in by_id][:JUDGE_CANDIDATES]
 
     def _typed_match(
         self, text: str, kind: str, slot: Slot
@@ -448,7 +582,10 @@ class ConclusionStore:
         old: Conclusion, text: str, subject: str | None
     ) -> Literal["restate", "supersede"]:
         key = subject or old.subject or (slot.subject if (slot := slot_of(text)) else None)
-        return "restate" if _same_value(old.text, text, key) else "supersede"
+        verdict = same_value(old.text, text, key)
+        if verdict is None:
+            verdict = _same_value(old.text, text, key)
+        return "restate" if verdict else "supersede"
 
     def _restate(
         self, old: Conclusion, text: str, tags: list[str], subject: str | None, now: float
@@ -656,7 +793,7 @@ def _value_kind(span: Sequence[str]) -> str:
     return "word"
 
 
-def _value_change(old: str, new: str) -> bool:
+def _value_change(old: str, new: str, *, cued: bool = False) -> bool:
     """Is `new` the frame of `old` with only its value replaced? "We decided to use
     Postgres for X" -> "... SQLite for X", "我住在北京" -> "我住在上海". The changed span must
     be short, follow a verb or copula (so "My sister Anna lives in Lyon" / "My sister Clara
@@ -692,8 +829,12 @@ def _value_change(old: str, new: str) -> bool:
         licence.extend(t.lower() for t in (*full_a, *full_b) if t.lower() in _PREDICATES)
     if not licence:
         return False
-    if all(verb in _OPEN_PREDICATES for verb in licence) and not _scope(frame, licence):
-        return False
+    if (
+        not cued
+        and all(verb in _OPEN_PREDICATES for verb in licence)
+        and not _scope(frame, licence)
+    ):
+        return False  # "I like hiking" does not end "I like swimming" (a cue would say so)
     if not span_a or not span_b or len(span_a) > 3 or len(span_b) > 3:
         return False
     if _negated(" ".join(span_a)) or _negated(" ".join(span_b)):
@@ -727,9 +868,30 @@ def _strip_predicate(span: Sequence[str]) -> list[str]:
 
 
 def _keys(subject: str | None, text: str) -> set[str]:
-    """The subjects a row is known by: its stored one and the one its text states."""
+    """The subjects a row is known by: its stored one and the one its text states
+    ("my X is …", or a shape of `memory.reconcile.subject_of`), each also in its
+    canonical spelling (a role for a role phrase, without generic qualifiers)."""
+    return set(_subject_keys(subject, text))
+
+
+@lru_cache(maxsize=4096)
+def _subject_keys(subject: str | None, text: str) -> frozenset[str]:
     slot = slot_of(text)
-    return {key for key in (subject, normalise_subject(slot.subject) if slot else None) if key}
+    stated = normalise_subject(slot.subject) if slot else normalise_subject(subject_of(text))
+    keys = set()
+    for key in (subject, stated):
+        if key:
+            keys.add(key)
+            if (canonical := canonical_subject(key)) is not None:
+                keys.add(canonical)
+    return frozenset(keys)
+
+
+def _stated_subject(text: str) -> str | None:
+    """The canonical subject a text states, if any (what a new row is stored under)."""
+    slot = slot_of(text)
+    stated = normalise_subject(slot.subject) if slot else normalise_subject(subject_of(text))
+    return canonical_subject(stated)
 
 
 def _ordered(found: list[Conclusion], asked: str | None) -> list[Conclusion]:
