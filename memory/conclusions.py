@@ -41,6 +41,7 @@ from memory.reconcile import (
     Known,
     canonical_subject,
     change_cue,
+    identifiers,
     mentions,
     old_values,
     owners,
@@ -146,6 +147,8 @@ class Conclusion:
     superseded_by: str | None = None
     restated: int = 0
     score: float | None = field(default=None, compare=False)
+    # set by recall: the newer active row this one conflicts with (not stored)
+    conflicts_with: str | None = field(default=None, compare=False)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Conclusion:
@@ -471,11 +474,14 @@ class ConclusionStore:
                 for row in self._get_many(hit.id for hit in hits).values()
                 if mentions(row.text, value) and owners(row.text) == new_owners
             ]
-            rows = [
-                row
-                for row in rows
-                if not (keys and (row_keys := _keys(row.subject, row.text)) and not keys & row_keys)
-            ]
+            if not any(mentions(key, value) for key in keys):  # "replaced my Pixel 7 with …"
+                rows = [
+                    row
+                    for row in rows
+                    if not (
+                        keys and (row_keys := _keys(row.subject, row.text)) and not keys & row_keys
+                    )
+                ]
             if len(rows) == 1:
                 return rows[0], value
             value_words = topic_words(value)
@@ -897,13 +903,16 @@ def _stated_subject(text: str) -> str | None:
 def _ordered(found: list[Conclusion], asked: str | None) -> list[Conclusion]:
     """Recall hits in the order to show them. A question about one subject ("where do I
     live?") gets the rows about that subject first, the active one before its history.
-    Among other rows about one subject (legacy rows, or history when superseded rows are
-    asked for), a newer row goes before an older one that scores within `RECENCY_TIE` of
-    it: the current value wins a near tie."""
+    Rows that conflict (about one thing, `_conflict`) go newest first whatever their
+    scores: when a supersede was missed, the current value still leads, and the older
+    row says which newer one it conflicts with (`conflicts_with`). Among other rows
+    about one subject (history, when superseded rows are asked for), a newer row goes
+    before an older one that scores within `RECENCY_TIE` of it."""
     keys = [_keys(c.subject, c.text) for c in found]
     if asked:  # the rows about the asked subject, current value first, newest first
+        asked_keys = {asked, canonical_subject(asked) or asked}
         first = sorted(
-            (i for i, k in enumerate(keys) if asked in k),
+            (i for i, k in enumerate(keys) if asked_keys & k),
             key=lambda i: (found[i].status != "active", -found[i].valid_from),
         )
         rest = [i for i in range(len(found)) if i not in first]
@@ -913,13 +922,50 @@ def _ordered(found: list[Conclusion], asked: str | None) -> list[Conclusion]:
     while changed:
         changed = False
         for pos in range(len(order) - 1):
-            a, b = found[order[pos]], found[order[pos + 1]]
-            if not keys[order[pos]] & keys[order[pos + 1]]:
+            i, j = order[pos], order[pos + 1]
+            a, b = found[i], found[j]
+            if b.valid_from <= a.valid_from:
                 continue
-            if b.valid_from > a.valid_from and (a.score or 0) - (b.score or 0) <= RECENCY_TIE:
-                order[pos], order[pos + 1] = order[pos + 1], order[pos]
+            if a.status == b.status == "active" and _conflict(a, b, keys[i], keys[j]):
+                a.conflicts_with = b.id
+                order[pos], order[pos + 1] = j, i
                 changed = True
+            elif keys[i] & keys[j] and (a.score or 0) - (b.score or 0) <= RECENCY_TIE:
+                order[pos], order[pos + 1] = j, i
+                changed = True
+    for pos, i in enumerate(order):  # an older active row shown below a newer one it conflicts with
+        for j in order[:pos]:
+            a, b = found[i], found[j]
+            if (
+                a.conflicts_with is None
+                and a.status == b.status == "active"
+                and b.valid_from > a.valid_from
+                and _conflict(a, b, keys[i], keys[j])
+            ):
+                a.conflicts_with = b.id
     return [found[i] for i in order]
+
+
+def _conflict(old: Conclusion, new: Conclusion, old_keys: set[str], new_keys: set[str]) -> bool:
+    """Do two active rows state values of one thing (so only the newer can hold)? The
+    same subject; or the newer names the older's value as replaced; or the newer says
+    it changed something and both are about the same people with the same topic."""
+    if old_keys & new_keys:
+        return True
+    if old_keys and new_keys:
+        return False
+    if any(mentions(old.text, value) for value in old_values(new.text)):
+        return True
+    if not change_cue(new.text) or owners(old.text) != owners(new.text) or old.kind != new.kind:
+        return False
+    names = {w for w in identifiers(old.text, loose=True) if not any(c.isdigit() for c in w)}
+    if not names <= identifiers(new.text, loose=True) | {
+        w for value in old_values(new.text) for w in identifiers(value, loose=True)
+    }:
+        return False  # another project, another person
+    a, b = topic_words(old.text), topic_words(new.text)
+    shared = len(a & b)
+    return shared >= 2 and shared >= 0.4 * min(len(a), len(b))
 
 
 def _filters(

@@ -30,6 +30,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from memory.extraction import slot_of
 from memory.text import HAN
 
 Action = Literal["new", "restatement", "update", "unrelated"]
@@ -204,6 +205,7 @@ def mentions(text: str, value: str) -> bool:
         return False
     if re.search(rf"[{HAN}]", value):
         core = re.sub(rf"[^{HAN}\w]", "", value)
+        core = re.sub("^(?:每周|每天|每月|每)", "", core) if len(core) > 3 else core
         return len(core) >= 2 and core in re.sub(rf"[^{HAN}\w]", "", norm)
     words = identifiers(value, loose=True) or {
         w.rstrip(".:") for w in _LATIN.findall(value) if w.rstrip(".:") not in _NOT_NAMES
@@ -459,17 +461,22 @@ def canonical_subject(subject: str | None) -> str | None:
         return None
     role = role_of(body)
     if role is not None:
-        owner = [w for w in words if not _role_part(w)]
+        owner = [w for w in words if not _role_part(w) and w not in _PREPOSITIONS]
         if re.search(rf"[{HAN}]", body):  # 我太太 医生: the owner is what is left of the words
             owner = [re.sub("^我的?", "", w) for w in owner]
         return " ".join([*(w for w in owner if w), role])
     kept = [w for w in words if w not in _GENERIC] or words
     joined = " ".join(kept)
-    for generic in _ZH_GENERIC:
-        if joined.startswith(generic) and len(joined) > len(generic) + 1:
-            joined = joined[len(generic) :]
-            break
+    if re.search(rf"[{HAN}]", joined):  # 我女儿 数学老师 = 女儿的数学老师
+        joined = re.sub(r"^我们?", "", re.sub(r"[\s的]", "", joined)) or joined
+        for generic in _ZH_GENERIC:
+            if joined.startswith(generic) and len(joined) > len(generic) + 1:
+                joined = joined[len(generic) :]
+                break
     return joined or None
+
+
+_PREPOSITIONS = frozenset("for of on at with in to".split())
 
 
 _ZH_GENERIC = (
@@ -581,19 +588,23 @@ def same_value(old: str, new: str, subject: str | None) -> bool | None:
         return False
     named = set().union(*(identifiers(v, loose=True) for v in replaced)) if replaced else set()
     about = set(unicodedata.normalize("NFKC", subject or "").lower().split())
-    fresh = identifiers(new) - named - about
+    fresh = {w for w in identifiers(new) - named - about if role_of(w) is None}
     if fresh:
-        return fresh <= identifiers(old, loose=True)
+        if fresh <= identifiers(old, loose=True):
+            return True
+        stated = {w for w in identifiers(old) if role_of(w) is None} - about
+        # the new text keeps every name and number of the old one and adds detail
+        return bool(stated) and not replaced and stated <= identifiers(new, loose=True)
+    slot = slot_of(new)
     tail = _ZH_TAIL.search(unicodedata.normalize("NFKC", new))
-    if tail and re.search(rf"[{HAN}]", tail.group("value")):
-        value = tail.group("value")
+    value = slot.value if slot is not None else (tail.group("value") if tail else "")
+    if value and re.search(rf"[{HAN}]", value):
         if any(mentions(value, v) for v in old_values(old)):
             return False
         return mentions(old, value)
     return None
 
 
-_CONTENT = re.compile(rf"[{HAN}]{{2}}|[a-z][a-z0-9'-]+")
 _NOT_CONTENT = frozenset(
     """the and for with from that this have has had are was were been being will would now
     still again instead these days new our your their his her its who what when where which
@@ -605,5 +616,7 @@ _NOT_CONTENT = frozenset(
 def topic_words(text: str) -> set[str]:
     """Content words (and Chinese bigrams) that say what a statement is about."""
     body = unicodedata.normalize("NFKC", text).lower()
-    words = set(_CONTENT.findall(body))
+    words = set(re.findall(r"[a-z][a-z0-9'-]+", body))
+    for run in re.findall(rf"[{HAN}]+", body):
+        words.update(run[i : i + 2] for i in range(len(run) - 1))
     return {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words} - _NOT_CONTENT
