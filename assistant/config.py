@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from assistant.errors import ConfigError
+from assistant.paths import data_home
 from memory.compression_settings import CompressionSettings
 
 CONFIG_FILE_NAME = "config.toml"
@@ -219,10 +220,8 @@ class Settings(_Section):
 
 
 def default_home(environ: Mapping[str, str] | None = None) -> Path:
-    """The rule lives with the light client, which must find the data directory without
-    importing pydantic (it runs on every CLI call to a daemon)."""
-    from assistant.client import data_home
-
+    """The data directory; the rule is `assistant.paths.data_home`, which the light client
+    shares without importing pydantic (it runs on every CLI call to a daemon)."""
     return data_home(environ)
 
 

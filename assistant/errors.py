@@ -12,6 +12,19 @@ class AssistantError(Exception):
     """Base of every error the CLI reports as a clear one-line message."""
 
 
+class CommandError(AssistantError):
+    """An operation that cannot be done; `code` names why, `status` is its HTTP status.
+
+    Raised by the operations, the job book and the light client alike, so it lives here
+    rather than with any of them.
+    """
+
+    def __init__(self, code: str, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.code = code
+        self.status = status
+
+
 class ConfigError(AssistantError):
     """The configuration (file or environment) is missing, unreadable or invalid."""
 
