@@ -22,6 +22,7 @@ from memory.conclusions import Conclusion, ConclusionStore
 from memory.db import Database
 from memory.extraction import Candidate, Extracted, from_user_message
 from memory.index import LazyVectors, Vectors, Weights
+from memory.reconcile import JUDGE_PROMPT, Judgement, Known, judge_request, parse_judgement
 from memory.redact import Redactor
 from memory.working import WorkingMemory
 
@@ -42,6 +43,8 @@ keep. Not small talk, not intermediate tool output, not secrets. Reply with JSON
 "subject": "what it is about, or null", "tags": []}]}"""
 
 MEMORY_BLOCK_CHARS = 1500
+# the model's reconciliation of one new conclusion waits at most this long (then rules)
+JUDGE_TIMEOUT_S = 20.0
 
 SHORTEN_REQUEST = """\
 This summary is too long. Rewrite it in at most {words} words: keep the facts, numbers,
@@ -135,6 +138,7 @@ class MemoryService:
             self.vectors,
             redactor=redactor,
             weights=Weights(fts=memory.fts_weight, vector=memory.vector_weight),
+            judge=None if offline else self.judge,
         )
         self.compressor = SessionCompressor(
             database,
@@ -175,6 +179,22 @@ class MemoryService:
             lines.append(line)
             used += len(line)
         return "\n".join(lines)
+
+    # -- reconciliation (issue 15) -----------------------------------------------------------
+
+    def judge(self, text: str, candidates: Sequence[Known]) -> Judgement:
+        """The model decides how a new conclusion relates to the stored candidates
+        (`memory.reconcile`); any failure raises, and the store's rules decide instead."""
+        reply = self.model.complete(
+            [
+                {"role": "system", "content": JUDGE_PROMPT},
+                {"role": "user", "content": judge_request(text, candidates)},
+            ],
+            None,
+            temperature=0.0,
+            timeout_s=min(self.settings.model.timeout_s, JUDGE_TIMEOUT_S),
+        )
+        return parse_judgement(reply.content or "", candidates)
 
     # -- compression (M2, M3) ---------------------------------------------------------------
 

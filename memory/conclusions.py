@@ -105,6 +105,13 @@ def m002_category_vectors(db: sqlite_utils.Database) -> None:
     )
 
 
+@migrations
+def m003_source(db: sqlite_utils.Database) -> None:
+    """Who stated a conclusion when it was neither a session nor a file: "user" for a
+    correction made with `memory edit` (issue 15)."""
+    db.execute("ALTER TABLE conclusions ADD COLUMN source TEXT")
+
+
 class _StoredNounVectors:
     """`NounVectorCache` in the conclusions database."""
 
@@ -146,6 +153,7 @@ class Conclusion:
     status: str
     superseded_by: str | None = None
     restated: int = 0
+    source: str | None = None
     score: float | None = field(default=None, compare=False)
     # set by recall: the newer active row this one conflicts with (not stored)
     conflicts_with: str | None = field(default=None, compare=False)
@@ -163,7 +171,7 @@ class Decision:
     """How a new conclusion was reconciled with the stored ones, and by whom: the
     decision (`memory.reconcile.ACTIONS`), the row restated or replaced, and why."""
 
-    by: Literal["rules", "model"]
+    by: Literal["rules", "model", "user"]
     action: str
     target: str | None
     reason: str
@@ -277,14 +285,23 @@ class ConclusionStore:
         statuses: Sequence[str] = ("active",),
         since: float | None = None,
         until: float | None = None,
+        as_of: float | None = None,
         weights: Weights | None = None,
     ) -> list[Conclusion]:
         """Hybrid recall; every filter is SQL on the conclusions table (M6).
 
         A question about one subject ("where do I live?", "我的牙医是谁") reads deeper
         and puts the rows about that subject first (see `_ordered`): the words of such a
-        question often share nothing with its answer ("I moved to Hamburg")."""
+        question often share nothing with its answer ("I moved to Hamburg").
+
+        `as_of` (a timestamp) answers from the values valid then: rows stated by that
+        time and not yet replaced, whatever their status now (forgotten rows stay out)."""
+        if as_of is not None:
+            statuses = ("active", "superseded")
         clauses, params = _filters(kinds, tags, statuses, since, until)
+        if as_of is not None:
+            clauses += " AND o.valid_from <= ? AND (o.valid_to IS NULL OR o.valid_to > ?)"
+            params = [*params, as_of, as_of]
         asked = asked_subject(query)
         depth = max(k * 4, 20) if asked else k
         hits = self.index.search(query, depth, where=clauses, params=params, weights=weights)
@@ -319,6 +336,7 @@ class ConclusionStore:
         source_session: str | None = None,
         source_message_id: int | None = None,
         source_path: str | None = None,
+        source: str | None = None,
         now: float | None = None,
     ) -> Remembered:
         if kind not in KINDS:
@@ -348,6 +366,7 @@ class ConclusionStore:
             source_session=source_session,
             source_message_id=source_message_id,
             source_path=source_path,
+            source=source,
             created_at=now,
             updated_at=now,
             valid_from=now,
@@ -358,7 +377,7 @@ class ConclusionStore:
             (
                 "INSERT INTO conclusions (id, text, kind, subject, tags, source_session, "
                 "source_message_id, source_path, created_at, updated_at, valid_from, valid_to, "
-                "status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "status, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     new.id,
                     new.text,
@@ -373,6 +392,7 @@ class ConclusionStore:
                     now,
                     None,
                     "active",
+                    source,
                 ),
             ),
             *self.index.write_statements(new.id, new.text),
@@ -633,6 +653,72 @@ class ConclusionStore:
             (now, now, conclusion_id),
         )
         return self.get(conclusion_id)
+
+    def edit(self, conclusion_id: str, text: str, *, now: float | None = None) -> Remembered:
+        """The user's correction of a conclusion: a new row (source "user") with the same
+        kind, subject and tags supersedes it, so the old wording stays as history. Only
+        the current row of a chain can be corrected; ValueError names why not."""
+        old = self.get(conclusion_id)
+        if old is None:
+            raise KeyError(conclusion_id)
+        if old.status == "superseded":
+            raise ValueError(f"{old.id} was replaced by {old.superseded_by}; edit that one")
+        if old.status == "retired":
+            raise ValueError(f"{old.id} was forgotten; remember the corrected text instead")
+        text = self.redactor.text(" ".join(text.split()))
+        if not text:
+            raise ValueError("a conclusion needs some text")
+        now = time.time() if now is None else now
+        new = Conclusion(
+            id=f"c_{uuid.uuid4().hex[:16]}",
+            text=text,
+            kind=old.kind,
+            subject=old.subject,
+            tags=old.tags,
+            source_session=None,
+            source_message_id=None,
+            source_path=None,
+            created_at=now,
+            updated_at=now,
+            valid_from=now,
+            valid_to=None,
+            status="active",
+            source="user",
+        )
+        self.database.write_many(
+            [
+                (
+                    "INSERT INTO conclusions (id, text, kind, subject, tags, created_at, "
+                    "updated_at, valid_from, status, source) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', 'user')",
+                    (new.id, new.text, new.kind, new.subject, json.dumps(new.tags), now, now, now),
+                ),
+                *self.index.write_statements(new.id, new.text),
+                (
+                    "UPDATE conclusions SET status = 'superseded', valid_to = ?, updated_at = ?, "
+                    "superseded_by = ? WHERE id = ?",
+                    (now, now, new.id, old.id),
+                ),
+            ]
+        )
+        self.index.embed([new.id], [new.text])
+        decision = Decision("user", "update", old.id, "the user's correction")
+        return Remembered(new, "superseded", self.get(old.id), decision)
+
+    def chain(self, conclusion_id: str) -> list[Conclusion]:
+        """Every value of the thing this row is about, oldest first: the rows it
+        superseded, itself, and the rows that superseded it (`memory history`)."""
+        current = self.get(conclusion_id)
+        if current is None:
+            return []
+        seen = {current.id}
+        while current.superseded_by and current.superseded_by not in seen:
+            newer = self.get(current.superseded_by)
+            if newer is None:
+                break
+            seen.add(newer.id)
+            current = newer
+        return [*reversed(self.history(current.id)), current]
 
     # -- index maintenance --------------------------------------------------------------
 
@@ -918,22 +1004,33 @@ def _ordered(found: list[Conclusion], asked: str | None) -> list[Conclusion]:
         rest = [i for i in range(len(found)) if i not in first]
         found, keys = [found[i] for i in first + rest], [keys[i] for i in first + rest]
     order = list(range(len(found)))
+    pos = 0
+    while pos < len(order):  # a newer conflicting row anywhere below moves up to here
+        i = order[pos]
+        newer = [
+            j
+            for j in order[pos + 1 :]
+            if found[j].valid_from > found[i].valid_from
+            and found[i].status == found[j].status == "active"
+            and _conflict(found[i], found[j], keys[i], keys[j])
+        ]
+        if newer:
+            j = max(newer, key=lambda n: found[n].valid_from)
+            order.remove(j)
+            order.insert(pos, j)
+            continue
+        pos += 1
     changed = True
     while changed:
         changed = False
         for pos in range(len(order) - 1):
             i, j = order[pos], order[pos + 1]
             a, b = found[i], found[j]
-            if b.valid_from <= a.valid_from:
-                continue
-            if a.status == b.status == "active" and _conflict(a, b, keys[i], keys[j]):
-                a.conflicts_with = b.id
+            tie = (a.score or 0) - (b.score or 0) <= RECENCY_TIE
+            if b.valid_from > a.valid_from and keys[i] & keys[j] and tie:
                 order[pos], order[pos + 1] = j, i
                 changed = True
-            elif keys[i] & keys[j] and (a.score or 0) - (b.score or 0) <= RECENCY_TIE:
-                order[pos], order[pos + 1] = j, i
-                changed = True
-    for pos, i in enumerate(order):  # an older active row shown below a newer one it conflicts with
+    for pos, i in enumerate(order):  # an older active row below a newer one it conflicts with
         for j in order[:pos]:
             a, b = found[i], found[j]
             if (
@@ -992,3 +1089,19 @@ def _filters(
         clauses.append("o.valid_from <= ?")
         params.append(until)
     return " AND ".join(clauses) or "1", params
+
+
+def as_of_timestamp(text: str) -> float:
+    """A date ("2026-03-15": the end of that day, local time) or an ISO date and time, as
+    a timestamp; ValueError with the expected forms otherwise."""
+    from datetime import datetime
+    from datetime import time as day_time
+
+    cleaned = text.strip()
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", cleaned):
+            day = datetime.strptime(cleaned, "%Y-%m-%d").date()
+            return datetime.combine(day, day_time(23, 59, 59)).timestamp()
+        return datetime.fromisoformat(cleaned).timestamp()
+    except ValueError:
+        raise ValueError(f"not a date: {text!r} (use YYYY-MM-DD or YYYY-MM-DDTHH:MM)") from None

