@@ -591,14 +591,21 @@ def same_value(old: str, new: str, subject: str | None) -> bool | None:
     named = set().union(*(identifiers(v, loose=True) for v in replaced)) if replaced else set()
     about = set(unicodedata.normalize("NFKC", subject or "").lower().split())
     fresh = {w for w in identifiers(new) - named - about if role_of(w) is None}
-    if not fresh:  # "Kofi cuts my hair": a name at the start is all there is
-        fresh = {w for w in identifiers(new, loose=True) - named - about if role_of(w) is None}
     if fresh:
         if fresh <= identifiers(old, loose=True):
             return True
         stated = {w for w in identifiers(old) if role_of(w) is None} - about
         # the new text keeps every name and number of the old one and adds detail
         return bool(stated) and not replaced and stated <= identifiers(new, loose=True)
+    # "Kofi cuts my hair": a capitalised first word may be a name (or an ordinary word:
+    # then it says nothing either way)
+    first = {
+        w
+        for w in identifiers(new, loose=True) - named - about
+        if role_of(w) is None and not _EN_CUE.fullmatch(w)
+    }
+    if first and first <= identifiers(old, loose=True):
+        return True
     slot = slot_of(new)
     tail = _ZH_TAIL.search(unicodedata.normalize("NFKC", new))
     value = slot.value if slot is not None else (tail.group("value") if tail else "")
