@@ -494,14 +494,8 @@ class ConclusionStore:
                 for row in self._get_many(hit.id for hit in hits).values()
                 if mentions(row.text, value) and owners(row.text) == new_owners
             ]
-            if not any(mentions(key, value) for key in keys):  # "replaced my Pixel 7 with …"
-                rows = [
-                    row
-                    for row in rows
-                    if not (
-                        keys and (row_keys := _keys(row.subject, row.text)) and not keys & row_keys
-                    )
-                ]
+            if keys and not any(mentions(key, value) for key in keys):  # "replaced my Pixel 7 …"
+                rows = [row for row in rows if _may_share(keys, _keys(row.subject, row.text))]
             if len(rows) == 1:
                 return rows[0], value
             value_words = topic_words(value)
@@ -977,6 +971,16 @@ def _subject_keys(subject: str | None, text: str) -> frozenset[str]:
             if (canonical := canonical_subject(key)) is not None:
                 keys.add(canonical)
     return frozenset(keys)
+
+
+def _may_share(keys: set[str], other: set[str]) -> bool:
+    """Could two sets of subject keys name one thing? No keys on one side, a key in
+    common, or a word in common ("rent" / "rent home": the shapes misread a sentence
+    more often than two subjects share a word by chance)."""
+    if not keys or not other or keys & other:
+        return True
+    words = {w for key in keys for w in key.split()}
+    return bool(words & {w for key in other for w in key.split()})
 
 
 def _stated_subject(text: str) -> str | None:

@@ -376,6 +376,74 @@ _EN_SUBJECT_SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
         "{subject}",
     ),
 )
+# What a tool or choice is for: "I use Obsidian for notes", "for dashboards we are moving
+# from Grafana to Kibana", "Kibana is what we use for dashboards", "我写代码用 Neovim". The
+# purpose is the subject ("tool for notes"; with "as the cache", "cache for …"): a new
+# value for the same purpose replaces the old one, as any subject's does.
+_USE_VERBS = (
+    r"(?:(?:decided|agreed|chose|want|plan)\s+to\s+use|use|uses|am\s+using|are\s+using"
+    r"|'m\s+using|'re\s+using|picked|chose|selected"
+    r"|went\s+with|settled\s+on|switched\s+to|moved\s+to|rely\s+on|now\s+use)"
+)
+_PURPOSE = r"(?P<purpose>[A-Za-z][\w-]*(?:\s+[A-Za-z0-9][\w-]*){0,5}?)"
+_ROLE_AS = (
+    r"(?:\s+as\s+(?:the\s+|a\s+|an\s+|our\s+|my\s+)?(?P<role>[a-z][\w-]*(?:\s+[a-z][\w-]*){0,3}))?"
+)
+_FOR = r"\s+for\s+(?:the\s+|our\s+|my\s+|all\s+)?"
+_PURPOSE_SHAPES: tuple[re.Pattern[str], ...] = (
+    re.compile(
+        rf"^(?:I|we)\s+(?:now\s+|currently\s+|still\s+|mostly\s+|mainly\s+|have\s+|'ve\s+)*"
+        rf"{_USE_VERBS}\s+(?P<value>.+?){_ROLE_AS}{_FOR}{_PURPOSE}(?:\s+now)?$",
+        re.I,
+    ),
+    re.compile(
+        rf"^for\s+(?:the\s+|our\s+|my\s+)?{_PURPOSE},?\s+(?:I|we)(?:'re|'ve|\s+are|\s+have|\s+am)?"
+        r"\s+(?:now\s+)?(?:use|using|picked|chose|settled\s+on|went\s+with|switched\s+to"
+        r"|(?:moving|moved|switching|switched)\s+from\s+.+?\s+to|moved\s+to|going\s+with)"
+        r"\s+(?P<value>.+)$",
+        re.I,
+    ),
+    re.compile(rf"^(?P<value>.+?)\s+is\s+what\s+(?:I|we)\s+(?:now\s+)?use{_FOR}{_PURPOSE}$", re.I),
+    re.compile(rf"^(?:I|we)\s+no\s+longer\s+use\s+(?P<value>.+?){_FOR}{_PURPOSE}$", re.I),
+)
+_LATIN_VALUE = r"(?P<value>[A-Za-z][A-Za-z0-9.+#-]*(?:\s+[A-Za-z0-9][A-Za-z0-9.+#-]*){0,3})"
+_ZH_PURPOSE_SHAPES: tuple[re.Pattern[str], ...] = (
+    re.compile(
+        rf"^我们?(?:现在|平时|一般|目前|已经|都)*(?:改用|换用|用|使用)\s*{_LATIN_VALUE}\s*(?:来)?"
+        rf"(?P<purpose>[{HAN}]{{2,6}})$"
+    ),
+    re.compile(
+        rf"^我们?(?:现在|平时|一般|目前|都)*(?P<purpose>[{HAN}]{{2,6}}?)(?:都|也|现在)*"
+        rf"(?:改用|用的是|用|使用)\s*{_LATIN_VALUE}$"
+    ),
+)
+
+
+def purpose_of(clause: str) -> str | None:
+    """The purpose subject of a use/choice statement ("tool for notes", 用于写代码)."""
+    for pattern in _PURPOSE_SHAPES:
+        match = pattern.match(clause)
+        if match is not None:
+            purpose = match.group("purpose").lower()
+            role = (match.groupdict().get("role") or "tool").lower()
+            if purpose.split()[0] not in _NOT_PURPOSES and purpose not in _BROAD_PURPOSES:
+                return f"{role} for {purpose}"
+    for pattern in _ZH_PURPOSE_SHAPES:
+        match = pattern.match(clause)
+        if match is not None and match.group("purpose") not in _BROAD_PURPOSES:
+            return f"用于{match.group('purpose')}"
+    return None
+
+
+# "for now", "for a while": not what something is for
+_NOT_PURPOSES = frozenset(["now", "a", "the", "years", "months", "weeks", "ages", "a while", "me"])
+# purposes too broad to hold one tool: one uses a laptop and a chat app "for work"
+_BROAD_PURPOSES = frozenset(
+    """work home school fun travel travelling commuting everything business personal
+    private leisure study studying 工作 上班 办公 家里 在家 学习 平时 生活 娱乐""".split()  # noqa: SIM905
+)
+
+
 _ZH_SUBJECT_SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     # 我的理发师换人了，现在是小杨
     (re.compile(rf"^(?:我的|我们的)?(?P<subject>[^{_P}]{{1,12}}?)换人了"), "{subject}"),
@@ -404,8 +472,11 @@ def subject_of(text: str) -> str | None:
     body = unicodedata.normalize("NFKC", text).replace("\u2019", "'").strip()
     body = re.sub(r"[\s。.!！]+$", "", body)
     body = re.sub(r"^(?:so|and|also|update|btw|ok(?:ay)?)[\s,:]+", "", body, flags=re.I)
-    for clause in [body, *re.split(r"[;；:：]\s*", body)[1:]]:
+    for clause in [body, *re.split(r"[;；:：]\s*", body)]:
         clause = clause.strip()
+        purpose = purpose_of(clause)
+        if purpose is not None:
+            return purpose
         for pattern, template in (*_EN_SUBJECT_SHAPES, *_ZH_SUBJECT_SHAPES):
             match = pattern.match(clause)
             if match is None:
