@@ -39,15 +39,18 @@ from memory.index import HybridIndex, Vectors, Weights
 from memory.reconcile import (
     Judgement,
     Known,
+    asked_role,
     canonical_subject,
     change_cue,
     identifiers,
     mentions,
     old_values,
     owners,
+    restates_change,
     same_value,
     subject_of,
     topic_words,
+    two_clause_change,
     without_cues,
 )
 from memory.redact import Redactor
@@ -302,7 +305,7 @@ class ConclusionStore:
         if as_of is not None:
             clauses += " AND o.valid_from <= ? AND (o.valid_to IS NULL OR o.valid_to > ?)"
             params = [*params, as_of, as_of]
-        asked = asked_subject(query)
+        asked = asked_subject(query) or asked_role(query)
         depth = max(k * 4, 20) if asked else k
         hits = self.index.search(query, depth, where=clauses, params=params, weights=weights)
         scores = {hit.id: hit.score for hit in hits}
@@ -460,6 +463,22 @@ class ConclusionStore:
                 return old, verdict, "same subject (stated by the stored text)"
             if keys and old_keys:
                 continue  # about different subjects
+            if (
+                cue
+                and keys
+                and similarity >= SAME_FRAME
+                and owners(old.text) == owners(text)
+                and _names_subject(old.text, keys)
+            ):  # "the spare key is now with Tom" / "the spare house key is with Mrs. K"
+                verdict = self._restate_or_supersede(old, text, subject)
+                return old, verdict, "a change cue, and the stored text names the subject"
+            if (
+                not keys
+                and old.kind == kind
+                and similarity >= SAME_FRAME
+                and restates_change(old.text, text)
+            ):
+                return old, "restate", "repeats the value the stored change set"
             if old.kind == kind:
                 candidates.append((old, similarity))
         for old, similarity in candidates:
@@ -474,6 +493,14 @@ class ConclusionStore:
                 and _value_change(without_cues(old.text), without_cues(text), cued=True)
             ):
                 return old, "supersede", "a change cue, and the same frame with another value"
+            if (
+                cue
+                and similarity >= SAME_FRAME
+                and owners(old.text) == owners(text)
+                and (joined := two_clause_change(text)) is not None
+                and _value_change(old.text, joined, cued=True)
+            ):
+                return old, "supersede", "who changed, then the new value in the same frame"
         slot = slot_of(text)
         if slot is not None and subject is None:
             old, verdict = self._typed_match(text, kind, slot)
@@ -971,6 +998,20 @@ def _subject_keys(subject: str | None, text: str) -> frozenset[str]:
             if (canonical := canonical_subject(key)) is not None:
                 keys.add(canonical)
     return frozenset(keys)
+
+
+def _names_subject(text: str, keys: set[str]) -> bool:
+    """Does a text name one of these subjects, every word of it ("spare key" in "the
+    spare house key is with …")? Chinese subjects must appear as written."""
+    words = set(re.findall(r"[^\W_]+", unicodedata.normalize("NFKC", text).lower()))
+    flat = re.sub(r"\s+", "", unicodedata.normalize("NFKC", text))
+    for key in keys:
+        if re.search(rf"[{HAN}]", key):
+            if len(key) >= 2 and key in flat:
+                return True
+        elif key.split() and set(key.split()) <= words and len(key.split()) >= 2:
+            return True
+    return False
 
 
 def _may_share(keys: set[str], other: set[str]) -> bool:

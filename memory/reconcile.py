@@ -63,15 +63,16 @@ def change_cue(text: str) -> bool:
 
 _CUE_WORDS = re.compile(
     r"\b(?:instead(?:\s+of\s+[^,.;]+)?|now|these\s+days|from\s+now\s+on|again|still"
-    r"|currently|nowadays|as\s+of\s+(?:today|now))\b"
-    r"|现在|如今|目前|已经|改用|改成了|改成|改为|换成了|换成|也|还是|还",
+    r"|currently|nowadays|as\s+of\s+(?:today|now))\b",
     re.IGNORECASE,
 )
+_ZH_CUE_WORDS = re.compile(r"现在|如今|目前|已经|改成了|改成|改为|换成了|换成|也|还是|还")
 
 
 def without_cues(text: str) -> str:
     """The statement without the words that only say it changed: what its frame is."""
     body = _CUE_WORDS.sub(" ", unicodedata.normalize("NFKC", text))
+    body = _ZH_CUE_WORDS.sub("", body)
     return " ".join(body.split())
 
 
@@ -483,12 +484,20 @@ def subject_of(text: str) -> str | None:
                 continue
             parts = {k: (v or "").strip() for k, v in match.groupdict().items()}
             subject = template.format(**parts).strip().lower()
-            subject = re.sub(r"^(?:现在|目前|如今|最近)", "", subject)
-            if subject and len(subject) <= 60 and subject not in _NOT_SUBJECTS:
+            subject = _ZH_SUBJECT_LEAD.sub("", subject)
+            if (
+                len(subject) >= 2
+                and len(subject) <= 60
+                and subject not in _NOT_SUBJECTS
+                and not _ZH_NOT_SUBJECT.fullmatch(subject)
+            ):
                 return subject
     return _speaker_role(body)
 
 
+_ZH_SUBJECT_LEAD = re.compile(r"^(?:我们的|我的|我们|我)?(?:现在|目前|如今|最近|已经|又)*")
+# what is left when a shape took a time word or a verb for a subject
+_ZH_NOT_SUBJECT = re.compile(r"[现在目前如今已经又都也就还再刚每天周月年]+|.*[在去用坐骑]")
 _NOT_SUBJECTS = frozenset(
     {"it", "this", "that", "there", "he", "she", "they", "we", "i", "我", "我们"}
 )
@@ -529,7 +538,8 @@ def canonical_subject(subject: str | None) -> str | None:
     if not subject:
         return None
     body = unicodedata.normalize("NFKC", subject).lower().replace("'s ", " ").replace("-", "")
-    words = body.split()
+    words = [w for w in body.split() if w != "s"]  # "daughter s piano teacher" (normalised)
+    body = " ".join(words)
     if not words:
         return None
     role = role_of(body)
@@ -702,3 +712,89 @@ def topic_words(text: str) -> set[str]:
     for run in re.findall(rf"[{HAN}]+", body):
         words.update(run[i : i + 2] for i in range(len(run) - 1))
     return {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words} - _NOT_CONTENT
+
+
+_ASKED_TEACHER = re.compile(
+    r"^who\s+(?:teaches|is\s+teaching|tutors)\s+(?:my|our)\s+(?P<who>[a-z]+)\s+(?P<what>[a-z]+)\b",
+    re.I,
+)
+_ASKED_MANAGER = re.compile(rf"^who\s+does\s+(?P<who>{_NAME})\s+report\s+to\b")
+_ASKED_LEAD = re.compile(
+    rf"^who\s+(?:leads|runs|heads|is\s+leading)\s+(?:the\s+)?(?P<thing>{_NAME})", re.I
+)
+
+
+def asked_role(question: str) -> str | None:
+    """The subject a question names by a role or relation, for the questions
+    `memory.extraction.asked_subject` has no shape for: "who cuts my hair?"
+    (hairdresser), "谁给我理发？", "who does Ben report to?", "who teaches my son piano?"."""
+    body = unicodedata.normalize("NFKC", question).strip()
+    for pattern, template in (
+        (_ASKED_TEACHER, "{who} {what} teacher"),
+        (_ASKED_MANAGER, "{who} manager"),
+        (_ASKED_LEAD, "{thing} project lead"),
+    ):
+        match = pattern.match(body)
+        if match is not None:
+            parts = {k: v.lower() for k, v in match.groupdict().items()}
+            return canonical_subject(template.format(**parts))
+    return _speaker_role(body)
+
+
+# -- restating the new value of a change ---------------------------------------------------------
+
+_STOP_ZH = re.compile(r"[了的呢吧啊也都还就]")
+
+
+def restates_change(old: str, new: str) -> bool:
+    """Does `new` (no subject of its own) repeat the value a stored change set ("We
+    switched deploys from Tuesday to Thursday" / "Deploys happen on Thursdays";
+    "I replaced my Pixel 7 with an iPhone 15" / "I have an iPhone 15 now")? Every name
+    and number of the new text is a word of the old one, and what the old text has
+    beyond the new is only the value it says was replaced (so "Ben reports to Mark" does
+    not restate "Ana reports to Mark")."""
+    replaced = old_values(old)
+    if not replaced:
+        return False
+    gone = set().union(*(identifiers(v, loose=True) for v in replaced))
+    old_words = _words(old)
+    fresh = identifiers(new)
+    if fresh:
+        new_words = _words(new)
+        extra = identifiers(old, loose=True) - new_words - gone
+        return fresh <= old_words and not extra and not fresh & gone
+    # Chinese: the new text's bigrams all in the old text, none from the replaced value
+    a, b = _bigrams(without_cues(old)), _bigrams(without_cues(new))
+    replaced_bigrams = set().union(*(_bigrams(v) for v in replaced))
+    return len(b) >= 2 and b <= a and not b & replaced_bigrams
+
+
+def _words(text: str) -> set[str]:
+    words = {w.rstrip(".:").lower() for w in _LATIN.findall(unicodedata.normalize("NFKC", text))}
+    return words | {_weekday(w) for w in words} | {w[:-1] for w in words if w.endswith("s")}
+
+
+def _bigrams(text: str) -> set[str]:
+    found: set[str] = set()
+    for run in re.findall(rf"[{HAN}]+", _STOP_ZH.sub(" ", unicodedata.normalize("NFKC", text))):
+        found.update(run[i : i + 2] for i in range(len(run) - 1))
+    return found
+
+
+_ZH_CHANGED = re.compile(
+    r"(?:转学|搬家|换工作|跳槽|换人|换了[^\s，,]{0,4}|改了[^\s，,]{0,4}|变了|调岗|转岗|转行)了?$"
+)
+
+
+def two_clause_change(text: str) -> str | None:
+    """A change told in two clauses, who changed and then the new value ("我侄女转学了，
+    现在在第二中学上学"), as one statement of the new value ("我侄女在第二中学上学"), so
+    it can be compared with the stored statement frame by frame; None otherwise."""
+    body = unicodedata.normalize("NFKC", text).strip().rstrip("。.!！")
+    clauses = [c for c in re.split(r"[，,；;]", body) if c.strip()]
+    if len(clauses) < 2 or not re.search(rf"[{HAN}]", body):
+        return None
+    who = _ZH_CHANGED.sub("", clauses[0].strip())
+    if who == clauses[0].strip() or not who:
+        return None
+    return who + without_cues(clauses[-1].strip()).replace(" ", "")
