@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from clirun import run_cli
-from fake_openai import completion, delay
+from fake_openai import calls, completion, delay
 
 from assistant.app import Assistant
 from assistant.config import load_settings
@@ -306,3 +306,28 @@ def test_a_failing_model_falls_back_to_the_rules(
     assert "model failed" in done.decision.reason
     assert done.action == "superseded"
     assert [c.text for c in modelled.list()] == ["Jonas now reports to Sam Ito."]
+
+
+def test_the_models_decision_and_reason_are_in_the_turns_trace(
+    make_assistant, fake_openai, tmp_path: Path
+) -> None:
+    assistant = make_assistant(home=tmp_path / "traced", timeout_s=5.0, max_retries=0)
+    assert assistant.memory is not None
+    first = assistant.memory.store.remember("Ines reports to Karl Berg.")
+    fake_openai.script(
+        calls(("memory_remember", {"text": "Ines now reports to Ola Lind."})),
+        completion(
+            json.dumps({"decision": "update", "id": first.conclusion.id, "reason": "new manager"})
+        ),
+        completion("Noted: Ines now reports to Ola Lind."),
+    )
+    outcome = assistant.ask("Ines has a new manager, Ola Lind.", session="s")
+    turn = assistant.traces.turn(outcome.turn_id)
+    [call] = [c for c in turn["tool_calls"] if c["tool"] == "memory_remember"]
+    assert call["result"]["action"] == "superseded"
+    assert call["result"]["decision"] == {
+        "by": "model",
+        "action": "update",
+        "target": first.conclusion.id,
+        "reason": "new manager",
+    }
