@@ -37,6 +37,7 @@ from memory.db import Database, Migrations
 from memory.extraction import Slot, asked_subject, slot_of, usage_of
 from memory.index import HybridIndex, Vectors, Weights
 from memory.reconcile import (
+    RELATION_WORDS,
     Judgement,
     Known,
     asked_role,
@@ -325,7 +326,7 @@ class ConclusionStore:
                 conclusion = by_id[doc_id]
                 conclusion.score = round(score, 6)
                 found.append(conclusion)
-        return _ordered(found, asked)[:k]
+        return _ordered(_speaker_first(found, query), asked)[:k]
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -997,7 +998,20 @@ def _subject_keys(subject: str | None, text: str) -> frozenset[str]:
             keys.add(key)
             if (canonical := canonical_subject(key)) is not None:
                 keys.add(canonical)
+            if (named := _without_relation(key, text)) is not None:
+                keys.add(canonical_subject(named) or named)
     return frozenset(keys)
+
+
+def _without_relation(key: str, text: str) -> str | None:
+    """ "neighbour tom hairdresser" is Tom's: a relation word before a name (capitalised
+    in the text) is not part of who the subject belongs to. None when there is none."""
+    words = key.split()
+    for i, word in enumerate(words[:-1]):
+        after = words[i + 1]
+        if word in RELATION_WORDS and re.search(rf"\b{re.escape(after.capitalize())}\b", text):
+            return " ".join(words[:i] + words[i + 1 :])
+    return None
 
 
 def _names_subject(text: str, keys: set[str]) -> bool:
@@ -1029,6 +1043,24 @@ def _stated_subject(text: str) -> str | None:
     slot = slot_of(text)
     stated = normalise_subject(slot.subject) if slot else normalise_subject(subject_of(text))
     return canonical_subject(stated)
+
+
+_FIRST_PERSON = re.compile(r"\b(?:I|my|me|mine)\b|我(?!们)", re.IGNORECASE)
+
+
+def _speaker_first(found: list[Conclusion], query: str) -> list[Conclusion]:
+    """Rows about whom a question asks go first: a question about the speaker ("what
+    car do I drive?", no one else named) before rows about other people ("my sister
+    drives a Fiat"); a question about someone ("who cuts Tom's hair?") before rows
+    about anyone else."""
+    asked = owners(query)
+    if asked:
+        about = [c for c in found if owners(c.text) & asked]
+    elif _FIRST_PERSON.search(query):
+        about = [c for c in found if not owners(c.text)]
+    else:
+        return found
+    return about + [c for c in found if c not in about] if about else found
 
 
 def _ordered(found: list[Conclusion], asked: str | None) -> list[Conclusion]:

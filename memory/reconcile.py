@@ -73,6 +73,8 @@ def without_cues(text: str) -> str:
     """The statement without the words that only say it changed: what its frame is."""
     body = _CUE_WORDS.sub(" ", unicodedata.normalize("NFKC", text))
     body = _ZH_CUE_WORDS.sub("", body)
+    body = re.sub("改(?=[去在看坐用喝吃找住])", "", body)  # 改去人民医院 = 去人民医院
+    body = re.sub(r"了(?=[。.!！]?$)", "", body.strip())
     return " ".join(body.split())
 
 
@@ -112,7 +114,8 @@ _EN_OLD: tuple[re.Pattern[str], ...] = (
         re.I,
     ),
     re.compile(
-        r"\b(?:sold|ditched|dropped|gave\s+up|got\s+rid\s+of|stopped\s+using|quit)\s+"
+        r"\b(?:sold|ditched|dropped|gave\s+up|got\s+rid\s+of|stopped\s+using|quit|cancell?ed"
+        r"|ended|terminated|unsubscribed\s+from|left|moved\s+away\s+from)\s+"
         r"(?:my\s+|our\s+|the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:!?]+?)(?:\s+and\b|\s*(?:[,.;:!?]|$))",
         re.I,
     ),
@@ -231,6 +234,7 @@ _RELATIONS = (
     "侄女 侄子 外甥 外甥女 奶奶 爷爷 外婆 外公 同事 朋友 邻居 表妹 表哥 表姐 表弟 舅舅 姑姑 阿姨"
 )
 _RELATION_WORDS = frozenset(_RELATIONS.split())
+RELATION_WORDS = frozenset(w for w in _RELATION_WORDS if w.isascii())
 _POSSESSIVE = re.compile(r"\b([A-Z][\w-]+)'s\b")
 _ZH_RELATION = re.compile(
     "|".join(sorted((w for w in _RELATION_WORDS if not w.isascii()), key=len, reverse=True))
@@ -525,7 +529,8 @@ def _speaker_role(body: str) -> str | None:
 
 # generic qualifiers that do not make another subject: "daily standup" is the standup
 _GENERIC = frozenset(
-    """daily weekly monthly yearly regular usual normal main current team our my the new
+    """daily weekly monthly yearly regular usual normal main current team our my the new next
+    upcoming
     morning family primary whole 每天 每日 每周 每月 日常 例行 团队 我们 公司 现在 平时
     的""".split()  # noqa: SIM905
 )
@@ -549,6 +554,8 @@ def canonical_subject(subject: str | None) -> str | None:
             owner = [re.sub("^我的?", "", w) for w in owner]
         return " ".join([*(w for w in owner if w), role])
     kept = [w for w in words if w not in _GENERIC] or words
+    if len(kept) >= 3 and kept[-2] in _QUALIFYING and kept[-1].isascii():
+        kept = [kept[-1], *kept[:-2]]  # "internet provider at home" = "home internet provider"
     joined = " ".join(kept)
     if re.search(rf"[{HAN}]", joined):  # 我女儿 数学老师 = 女儿的数学老师
         joined = re.sub(r"^我们?", "", re.sub(r"[\s的]", "", joined)) or joined
@@ -560,21 +567,10 @@ def canonical_subject(subject: str | None) -> str | None:
 
 
 _PREPOSITIONS = frozenset(["for", "of", "on", "at", "with", "in", "to"])
+_QUALIFYING = frozenset(["for", "of", "at", "in"])
 
 
-_ZH_GENERIC = (
-    "每天的",
-    "每周的",
-    "每月的",
-    "我们的",
-    "团队的",
-    "每天",
-    "每日",
-    "每周",
-    "每月",
-    "日常",
-    "例行",
-)
+_ZH_GENERIC = ("每天", "每日", "每周", "每月", "日常", "例行", "团队", "公司")
 _ROLE_NOISE = frozenset(
     """person guy woman man lady one who cuts does my hair get have got cut done see dr project
     lead line family reports report to""".split()  # noqa: SIM905
