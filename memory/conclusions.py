@@ -440,6 +440,18 @@ class ConclusionStore:
                 old = Conclusion.from_row(rows[0])
                 verdict = self._restate_or_supersede(old, text, subject)
                 return old, verdict, f"same subject {old.subject!r}"
+        variants = _relation_variants(keys, text)
+        if variants:
+            marks = ",".join("?" * len(variants))
+            rows = self.database.query(
+                f"SELECT * FROM conclusions WHERE subject IN ({marks}) AND status = 'active' "
+                "ORDER BY updated_at DESC LIMIT 2",
+                sorted(variants),
+            )
+            if len(rows) == 1:  # one person fits; two would be a guess
+                old = Conclusion.from_row(rows[0])
+                verdict = self._restate_or_supersede(old, text, subject)
+                return old, verdict, f"the same person's subject {old.subject!r}"
         where, params = "o.status = 'active' AND o.kind = ?", [kind]
         for found in self._get_many(
             hit.id for hit in self.index.search(text, 3, where=where, params=params)
@@ -998,20 +1010,26 @@ def _subject_keys(subject: str | None, text: str) -> frozenset[str]:
             keys.add(key)
             if (canonical := canonical_subject(key)) is not None:
                 keys.add(canonical)
-            if (named := _without_relation(key, text)) is not None:
-                keys.add(canonical_subject(named) or named)
     return frozenset(keys)
 
 
-def _without_relation(key: str, text: str) -> str | None:
-    """ "neighbour tom hairdresser" is Tom's: a relation word before a name (capitalised
-    in the text) is not part of who the subject belongs to. None when there is none."""
-    words = key.split()
-    for i, word in enumerate(words[:-1]):
-        after = words[i + 1]
-        if word in RELATION_WORDS and re.search(rf"\b{re.escape(after.capitalize())}\b", text):
-            return " ".join(words[:i] + words[i + 1 :])
-    return None
+def _relation_variants(keys: set[str], text: str) -> set[str]:
+    """The same person's subject with or without how the speaker knows them: "tom
+    hairdresser" for "neighbour tom hairdresser" (the relation word before a name,
+    capitalised in the text) and "<relation> tom hairdresser" for "tom hairdresser".
+    Never from one relation to another: "my colleague Nadia" and "my friend Nadia" stay
+    two people."""
+    found: set[str] = set()
+    for key in keys:
+        words = key.split()
+        if len(words) < 2:
+            continue
+        if words[0] in RELATION_WORDS:
+            if re.search(rf"\b{re.escape(words[1].capitalize())}\b", text):
+                found.add(" ".join(words[1:]))
+        elif re.search(rf"\b{re.escape(words[0].capitalize())}\b", text):
+            found.update(f"{relation} {key}" for relation in RELATION_WORDS)
+    return found - keys
 
 
 def _names_subject(text: str, keys: set[str]) -> bool:

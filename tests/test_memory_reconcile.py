@@ -331,3 +331,15 @@ def test_the_models_decision_and_reason_are_in_the_turns_trace(
         "target": first.conclusion.id,
         "reason": "new manager",
     }
+
+
+def test_one_name_with_two_relations_stays_two_people(store: ConclusionStore) -> None:
+    store.remember("My friend Nadia Garcia lives in Prague now.")
+    store.remember("My colleague Nadia Garcia lives in Nairobi now.")
+    assert len(_active(store)) == 2
+
+
+def test_the_same_person_with_and_without_the_relation_word(store: ConclusionStore) -> None:
+    store.remember("My neighbour Ruth's cleaner is Olek.")
+    done = store.remember("Ruth's cleaner is still Olek.")
+    assert done.action == "restated"
