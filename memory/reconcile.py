@@ -26,6 +26,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
@@ -55,6 +56,7 @@ _ZH_CUE = re.compile(
 )
 
 
+@lru_cache(maxsize=8192)
 def change_cue(text: str) -> bool:
     """Does the text say that something changed (or holds from now on)?"""
     body = unicodedata.normalize("NFKC", text)
@@ -141,7 +143,8 @@ _ZH_OLD: tuple[re.Pattern[str], ...] = (
 _OLD_LEAD = re.compile(r"^(?:the|my|our|a|an|his|her|their)\s+", re.IGNORECASE)
 
 
-def old_values(text: str) -> list[str]:
+@lru_cache(maxsize=8192)
+def old_values(text: str) -> tuple[str, ...]:
     """The values a change names as replaced: "instead of Dr. Rao" -> Dr. Rao, "from
     Tuesday to Thursday" -> Tuesday, "不再去何医生那里" -> 何医生."""
     body = unicodedata.normalize("NFKC", text)
@@ -154,7 +157,7 @@ def old_values(text: str) -> list[str]:
         value = _OLD_LEAD.sub("", value.strip(" '\"")).strip()
         if value and len(value) <= 60:
             cleaned.append(value)
-    return list(dict.fromkeys(cleaned))
+    return tuple(dict.fromkeys(cleaned))
 
 
 # -- identifying tokens ----------------------------------------------------------------------
@@ -166,7 +169,8 @@ _NOT_NAMES = frozenset(
 )
 
 
-def identifiers(text: str, *, loose: bool = False) -> set[str]:
+@lru_cache(maxsize=8192)
+def identifiers(text: str, *, loose: bool = False) -> frozenset[str]:
     """Words that pick one thing out, lower-cased: numbers and times, mixed tokens like
     "S24", and capitalised words (names). A capitalised word at a sentence start may be
     an ordinary word ("Deploys happen …"), so it counts only when a capitalised word
@@ -190,7 +194,7 @@ def identifiers(text: str, *, loose: bool = False) -> set[str]:
         following = matches[i + 1].group() if i + 1 < len(matches) else ""
         if loose or not at_start or following[:1].isupper():
             found.add(_weekday(word.lower()))
-    return found
+    return frozenset(found)
 
 
 _TITLE_END = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Prof|St)\.$")
@@ -200,6 +204,7 @@ def _weekday(word: str) -> str:
     return word[:-1] if word.endswith("s") and word[:-1] in _WEEKDAYS else word
 
 
+@lru_cache(maxsize=8192)
 def mentions(text: str, value: str) -> bool:
     """Does `text` state `value`? Latin: every identifying (else every) word of the value
     is a word of the text; Chinese: the value's characters appear as written."""
@@ -242,6 +247,7 @@ _ZH_RELATION = re.compile(
 _ZH_NAME_OWNER = re.compile(rf"([{HAN}]{{2,4}}?)的")
 
 
+@lru_cache(maxsize=8192)
 def owners(text: str) -> frozenset[str]:
     """The people other than the speaker a statement is about: relation words ("my
     wife", 我女儿) and possessive names ("Priya's"). Empty: about the speaker or a thing."""
@@ -302,6 +308,7 @@ _ROLES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 )
 
 
+@lru_cache(maxsize=8192)
 def role_of(phrase: str) -> str | None:
     """The role a phrase names ("the person who cuts my hair" -> hairdresser, 看牙 ->
     牙医), or None. Earlier roles win (a dentist is no general doctor)."""
@@ -470,6 +477,7 @@ _ZH_SUBJECT_SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+@lru_cache(maxsize=8192)
 def subject_of(text: str) -> str | None:
     """A subject for statements `memory.extraction.slot_of` has no shape for: who one
     reports to, who leads what, what moved where ("the standup moved to 10:30"), 换人了,
@@ -536,6 +544,7 @@ _GENERIC = frozenset(
 )
 
 
+@lru_cache(maxsize=8192)
 def canonical_subject(subject: str | None) -> str | None:
     """One spelling per subject: a role phrase becomes its role ("person who cuts my
     hair" -> hairdresser; "ana manager" keeps its owner), generic qualifiers go
@@ -701,13 +710,16 @@ _NOT_CONTENT = frozenset(
 )
 
 
-def topic_words(text: str) -> set[str]:
+@lru_cache(maxsize=8192)
+def topic_words(text: str) -> frozenset[str]:
     """Content words (and Chinese bigrams) that say what a statement is about."""
     body = unicodedata.normalize("NFKC", text).lower()
     words = set(re.findall(r"[a-z][a-z0-9'-]+", body))
     for run in re.findall(rf"[{HAN}]+", body):
         words.update(run[i : i + 2] for i in range(len(run) - 1))
-    return {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words} - _NOT_CONTENT
+    return frozenset(
+        {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words} - _NOT_CONTENT
+    )
 
 
 _ASKED_TEACHER = re.compile(
