@@ -49,6 +49,7 @@ from memory.reconcile import (
     owners,
     restates_change,
     same_value,
+    speaker,
     subject_of,
     topic_words,
     two_clause_change,
@@ -526,13 +527,15 @@ class ConclusionStore:
         Dr. Rao", "from Tuesday to Thursday", "不再去何医生那里"): about the same people as
         the new text, not about another subject, and, when several rows state the value,
         the only one sharing most topic words with the new text."""
-        new_owners, new_topic = owners(text), topic_words(text)
+        new_owners, new_topic, who = owners(text), topic_words(text), speaker(text)
         for value in old_values(text):
             hits = self.index.search(value, 2 * CANDIDATES, where="o.status = 'active'")
             rows = [
                 row
                 for row in self._get_many(hit.id for hit in hits).values()
-                if mentions(row.text, value) and owners(row.text) == new_owners
+                if mentions(row.text, value)
+                and owners(row.text) == new_owners
+                and _same_speaker(who, speaker(row.text), value)
             ]
             if keys and not any(mentions(key, value) for key in keys):  # "replaced my Pixel 7 …"
                 rows = [row for row in rows if _may_share(keys, _keys(row.subject, row.text))]
@@ -1044,6 +1047,15 @@ def _names_subject(text: str, keys: set[str]) -> bool:
         elif key.split() and set(key.split()) <= words and len(key.split()) >= 2:
             return True
     return False
+
+
+def _same_speaker(new: str | None, old: str | None, replaced: str) -> bool:
+    """Can a change by `new` replace a row about `old`? "Anna switched from tea to juice"
+    does not end "I switched from tea to coffee"; "Sofia took over from Lucas" does end
+    "Lucas is the lead" (the replaced value is that row's person)."""
+    if new is None or old is None or new == old:
+        return True
+    return mentions(replaced, old)
 
 
 def _may_share(keys: set[str], other: set[str]) -> bool:

@@ -258,6 +258,35 @@ def owners(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+_FIRST = re.compile(
+    r"^(?:(?:so|and|also|now|update|btw)[\s,]+)?(?:I|I'm|I've|we|we're|we've|my|our)\b|^我", re.I
+)
+_NAMED = re.compile(
+    r"^(?P<name>[A-Z][a-z][\w-]*(?:\s+[A-Z][a-z][\w-]*)?)(?:'s\b|\s+(?:now\s+|still\s+|just\s+)?"
+    r"(?:is|was|has|had|does|did|switched|moved|changed|started|stopped|quit|sold|bought|lives|works"
+    r"|drives|uses|prefers|sees|goes|takes|reports|leads|runs|drinks|eats|likes|loves|cuts|teaches"
+    r"|no\s+longer|replaced|swapped|took|got|became|left|joined)\b)"
+)
+
+
+@lru_cache(maxsize=8192)
+def speaker(text: str) -> str | None:
+    """Whom a statement is about as its grammatical subject: "me" for the speaker ("I
+    switched …", "our vet …", 我…), a lower-cased name for a person ("Anna switched …",
+    "Lucas is the lead …"), None when it does not say (a thing, a title)."""
+    body = unicodedata.normalize("NFKC", text).replace("\u2019", "'").strip()
+    if _FIRST.match(body):
+        return "me"
+    match = _NAMED.match(body)
+    if match and match.group("name").split()[0].lower() not in _NOT_NAMES | _THINGS:
+        return match.group("name").lower()
+    return None
+
+
+# capitalised sentence starts that are no person
+_THINGS = frozenset(["the", "this", "that", "rent", "deploys", "home", "for", "from"])
+
+
 # -- roles a person has -------------------------------------------------------------------------
 
 # (role, English names, Chinese role, Chinese names): a role named any of these ways is one

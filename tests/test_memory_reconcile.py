@@ -343,3 +343,15 @@ def test_the_same_person_with_and_without_the_relation_word(store: ConclusionSto
     store.remember("My neighbour Ruth's cleaner is Olek.")
     done = store.remember("Ruth's cleaner is still Olek.")
     assert done.action == "restated"
+
+
+def test_a_change_by_someone_else_does_not_end_the_speakers(store: ConclusionStore) -> None:
+    store.remember("I switched from tea to coffee in the mornings.")
+    store.remember("Anna switched from tea to juice in the mornings.")
+    assert len(_active(store)) == 2
+
+
+def test_taking_over_from_a_person_ends_that_persons_row(store: ConclusionStore) -> None:
+    store.remember("Rafael is the release manager for Helix.")
+    done = store.remember("Mei took over from Rafael as release manager for Helix.")
+    assert done.action == "superseded"
