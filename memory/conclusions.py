@@ -706,6 +706,9 @@ class ConclusionStore:
         if not text:
             raise ValueError("a conclusion needs some text")
         now = time.time() if now is None else now
+        if self.index.vectors is not None:
+            # opened (and so brought in step with SQLite) before this write, not during it
+            _ = self.index.vectors.needs_reembed
         new = Conclusion(
             id=f"c_{uuid.uuid4().hex[:16]}",
             text=text,
