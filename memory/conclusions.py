@@ -46,6 +46,7 @@ from memory.reconcile import (
     identifiers,
     mentions,
     old_values,
+    other_context,
     owners,
     restates_change,
     same_value,
@@ -536,8 +537,9 @@ class ConclusionStore:
                 if mentions(row.text, value)
                 and owners(row.text) == new_owners
                 and _same_speaker(who, speaker(row.text), value)
+                and not other_context(row.text, text, value)
             ]
-            if keys and not any(mentions(key, value) for key in keys):  # "replaced my Pixel 7 …"
+            if keys and _normalised(value) not in keys:  # "replaced my Pixel 7 with …"
                 rows = [row for row in rows if _may_share(keys, _keys(row.subject, row.text))]
             if len(rows) == 1:
                 return rows[0], value
@@ -1067,8 +1069,13 @@ def _may_share(keys: set[str], other: set[str]) -> bool:
     more often than two subjects share a word by chance)."""
     if not keys or not other or keys & other:
         return True
-    words = {w for key in keys for w in key.split()}
-    return bool(words & {w for key in other for w in key.split()})
+    for a in keys:
+        for b in other:
+            shared = set(a.split()) & set(b.split())
+            # a shared head alone ("星河计划 数据库" / "白鹭项目 数据库") is two things
+            if shared - {a.split()[-1]} or shared - {b.split()[-1]}:
+                return True
+    return False
 
 
 def _stated_subject(text: str) -> str | None:

@@ -835,3 +835,37 @@ def two_clause_change(text: str) -> str | None:
     if who == clauses[0].strip() or not who:
         return None
     return who + without_cues(clauses[-1].strip()).replace(" ", "")
+
+
+_NAME_RUN = re.compile(r"(?:[A-Z][\w+&-]*)(?:\s+[A-Z0-9][\w+&-]*)*")
+
+
+def _name_runs(text: str) -> list[frozenset[str]]:
+    body = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
+    runs = []
+    for match in _NAME_RUN.finditer(body):
+        words = frozenset(_plain(w) for w in match.group().split() if w.lower() not in _NOT_NAMES)
+        if words:
+            runs.append(words)
+    return runs
+
+
+def _plain(word: str) -> str:
+    """A name word compared loosely: lower case, no clitic, no plural ("Thursdays")."""
+    word = word.lower().split("'")[0]
+    return word[:-1] if word.endswith("s") and len(word) > 3 else word
+
+
+def other_context(old: str, new: str, replaced: str) -> bool:
+    """Do the two statements name different contexts besides the value that changed?
+    "Kafka is our message queue for Orion" and "For Vega we switched from Kafka to NATS"
+    are about two projects: the old row keeps a name (Orion) the new one lacks while the
+    new one names a context of its own (Vega) beside its value. Extra detail on one side
+    only ("Dr. Lindqvist at the Harbour Clinic" / "… Dr. Moreau instead of Dr.
+    Lindqvist") is no other context."""
+    gone = {_plain(w) for w in identifiers(replaced, loose=True)}
+    new_words = {w for run in _name_runs(new) for w in run}
+    old_left = [run for run in _name_runs(old) if not run & gone]
+    new_left = [run for run in _name_runs(new) if not run & gone]
+    missing = [run for run in old_left if not run & new_words]
+    return bool(missing) and len(new_left) >= 2

@@ -355,3 +355,24 @@ def test_taking_over_from_a_person_ends_that_persons_row(store: ConclusionStore)
     store.remember("Rafael is the release manager for Helix.")
     done = store.remember("Mei took over from Rafael as release manager for Helix.")
     assert done.action == "superseded"
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("My brother's dentist is Dr. Kim.", "My dentist is now Dr. Ito."),
+        ("The standup is at 9:15.", "The retro moved to 10:30."),
+        ("I drive a Toyota Corolla.", "My wife sold her Toyota and drives a Kia now."),
+        ("Our landlord is Mr. Chen.", "Priya's landlord is now Mrs. Obi."),
+        ("周会定在周一下午。", "例会改成了周二上午。"),
+        ("我的牙医是何医生。", "我妈妈的牙医换成了罗医生。"),
+        ("Kafka is our message queue for Orion.", "For Vega we switched from Kafka to NATS."),
+        ("白鹭项目的数据库是MySQL。", "星河计划的数据库从MySQL改为Postgres。"),
+        ("We use Slack for team chat.", "We switched from Jira to Linear for tickets."),
+    ],
+)
+def test_look_alike_changes_retire_nothing(store: ConclusionStore, first: str, second: str) -> None:
+    store.remember(first)
+    done = store.remember(second)
+    assert done.action == "created", done.decision
+    assert len(_active(store)) == 2
