@@ -376,3 +376,27 @@ def test_look_alike_changes_retire_nothing(store: ConclusionStore, first: str, s
     done = store.remember(second)
     assert done.action == "created", done.decision
     assert len(_active(store)) == 2
+
+
+def test_memory_recall_as_of_answers_from_the_value_valid_then(
+    make_assistant, fake_openai, tmp_path: Path
+) -> None:
+    assistant = make_assistant(home=tmp_path / "asof", timeout_s=5.0, max_retries=0)
+    assert assistant.memory is not None
+    store = assistant.memory.store
+    store.remember("My dentist is Dr. Wu.", now=datetime(2026, 3, 10).timestamp())
+    fake_openai.script(completion("not JSON"))  # the judge fails: the rules supersede
+    store.remember("My dentist is Dr. Li.", now=datetime(2026, 6, 1).timestamp())
+    fake_openai.script(
+        calls(
+            ("memory_recall", {"query": "my dentist", "as_of": "2026-04-01"}),
+            ("memory_recall", {"query": "my dentist", "as_of": "in March"}),
+        ),
+        completion("In April your dentist was Dr. Wu."),
+    )
+    outcome = assistant.ask("Who was my dentist in April?", session="s")
+    calls_made = assistant.traces.turn(outcome.turn_id)["tool_calls"]
+    then, bad = calls_made[0]["result"], calls_made[1]["result"]
+    assert [c["text"] for c in then["conclusions"]] == ["My dentist is Dr. Wu."]
+    assert then["conclusions"][0]["status"] == "superseded" and then["as_of"] == "2026-04-01"
+    assert bad["error"] == "INVALID_ARGUMENTS" and "not a date" in bad["detail"]

@@ -58,7 +58,6 @@ class RecallArgs(ToolArgs):
     tag: str | None = Field(None, description="Only conclusions with this tag.")
     as_of: str | None = Field(
         None,
-        pattern=r"^\d{4}-\d{2}-\d{2}$",
         description="A date YYYY-MM-DD: answer from what was true then (e.g. 'who was my "
         "dentist in March?'), including values replaced since.",
     )
