@@ -163,6 +163,9 @@ class Conclusion:
     score: float | None = field(default=None, compare=False)
     # set by recall: the newer active row this one conflicts with (not stored)
     conflicts_with: str | None = field(default=None, compare=False)
+    # cosine similarity to the query (None: not among the nearest vectors); absolute,
+    # unlike the fused score, so a relevance floor can use it
+    similarity: float | None = field(default=None, compare=False)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Conclusion:
@@ -312,6 +315,7 @@ class ConclusionStore:
         depth = max(k * 4, 20) if asked else k
         hits = self.index.search(query, depth, where=clauses, params=params, weights=weights)
         scores = {hit.id: hit.score for hit in hits}
+        similarities = {hit.id: hit.similarity for hit in hits}
         if asked:
             for row in self.database.query(
                 f"SELECT id FROM conclusions o WHERE o.subject = ? AND ({clauses}) "
@@ -327,6 +331,7 @@ class ConclusionStore:
             if doc_id in by_id:
                 conclusion = by_id[doc_id]
                 conclusion.score = round(score, 6)
+                conclusion.similarity = similarities.get(doc_id)
                 found.append(conclusion)
         return _ordered(_speaker_first(found, query), asked)[:k]
 

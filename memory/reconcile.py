@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from memory.extraction import slot_of
 from memory.text import HAN
@@ -644,6 +644,23 @@ class Judgement(BaseModel):
         None, description="The id of the stored conclusion restated or replaced."
     )
     reason: str = Field("", max_length=400)
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: object) -> object:
+        return None if value in ("", "null", "none") else value
+
+
+# the response_format a server is asked for: plain types only (grammar-based servers)
+JUDGE_SCHEMA: dict[str, object] = {
+    "type": "object",
+    "properties": {
+        "decision": {"type": "string", "enum": list(ACTIONS)},
+        "id": {"type": "string", "description": "the id restated or replaced, or empty"},
+        "reason": {"type": "string"},
+    },
+    "required": ["decision", "id", "reason"],
+}
 
 
 JUDGE_PROMPT = """\

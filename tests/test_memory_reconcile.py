@@ -283,8 +283,10 @@ def test_the_model_decides_when_it_answers_well(modelled: ConclusionStore, fake_
     assert done.action == "superseded" and done.previous is not None
     assert done.decision is not None and done.decision.by == "model"
     assert done.decision.reason == "new salon"
-    prompt = fake_openai.requests[-1]["messages"][-1]["content"]
+    request = fake_openai.requests[-1]
+    prompt = request["messages"][-1]["content"]
     assert first.conclusion.id in prompt and "Fade Bros" in prompt
+    assert request["response_format"]["type"] == "json_schema"  # structured output
 
 
 @pytest.mark.parametrize(
