@@ -352,7 +352,9 @@ def _memory_line(conclusion: dict[str, Any]) -> str:
         f"({conclusion['status']}, {day})"
     )
     score = conclusion.get("score")
-    return line + (f"  score {score:.4f}" if score is not None else "")
+    line += f"  score {score:.4f}" if score is not None else ""
+    newer = conclusion.get("conflicts_with")
+    return line + (f"  (conflicts with newer {newer})" if newer else "")
 
 
 def _memory_history_line(conclusion: dict[str, Any]) -> str:
