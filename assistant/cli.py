@@ -53,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--kind", choices=["fact", "preference", "decision", "note"])
     search.add_argument("--tag")
     search.add_argument("--all", action="store_true", help="include superseded and retired")
+    search.add_argument("--as-of", metavar="DATE", help="the values valid then (YYYY-MM-DD)")
     search.add_argument("--json", action="store_true")
     listing = memory_commands.add_parser("list", help="the most recent conclusions")
     listing.add_argument(
@@ -63,6 +64,13 @@ def _parser() -> argparse.ArgumentParser:
     show = memory_commands.add_parser("show", help="one conclusion with its history")
     show.add_argument("id")
     show.add_argument("--json", action="store_true")
+    history = memory_commands.add_parser("history", help="every value of a conclusion, dated")
+    history.add_argument("id")
+    history.add_argument("--json", action="store_true")
+    edit = memory_commands.add_parser("edit", help="correct a conclusion (the old one is kept)")
+    edit.add_argument("id")
+    edit.add_argument("text", nargs="+")
+    edit.add_argument("--json", action="store_true")
     forget = memory_commands.add_parser("forget", help="retire a conclusion")
     forget.add_argument("id")
     forget.add_argument("--json", action="store_true")
@@ -379,7 +387,25 @@ def _memory_line(conclusion: dict[str, Any]) -> str:
         f"({conclusion['status']}, {day})"
     )
     score = conclusion.get("score")
-    return line + (f"  score {score:.4f}" if score is not None else "")
+    line += f"  score {score:.4f}" if score is not None else ""
+    newer = conclusion.get("conflicts_with")
+    return line + (f"  (conflicts with newer {newer})" if newer else "")
+
+
+def _memory_history_line(conclusion: dict[str, Any]) -> str:
+    """One value of a chain: valid from, valid to (or "now"), its source and its text."""
+    start = _when(conclusion["valid_from"], "%Y-%m-%d %H:%M")
+    end = _when(conclusion["valid_to"], "%Y-%m-%d %H:%M") if conclusion["valid_to"] else "now"
+    source = (
+        conclusion.get("source")
+        or conclusion.get("source_path")
+        or (f"session {conclusion['source_session']}" if conclusion.get("source_session") else "")
+        or "unknown"
+    )
+    return (
+        f"{start} -> {end}  {conclusion['id']}  {conclusion['text']}  "
+        f"({conclusion['status']}, source: {source})"
+    )
 
 
 def cmd_memory(args: argparse.Namespace) -> int:
@@ -392,9 +418,20 @@ def cmd_memory(args: argparse.Namespace) -> int:
             kind=args.kind,
             tag=args.tag,
             include_all=args.all,
+            as_of=args.as_of,
         )
         lines = [_memory_line(c) for c in found]
         return _emit(args, found, lines, empty="no conclusion matches")
+    if action == "history":
+        chain = _call("memory_history", id=args.id)
+        return _emit(args, chain, [_memory_history_line(c) for c in chain])
+    if action == "edit":
+        edited = _call("memory_edit", id=args.id, text=" ".join(args.text))
+        lines = [
+            f"edited: {_memory_line(edited)}",
+            f"  replaced {_memory_line(edited['replaced'])}",
+        ]
+        return _emit(args, edited, lines)
     if action == "list":
         found = _call("memory_list", status=args.status, limit=args.limit)
         lines = [_memory_line(c) for c in found]

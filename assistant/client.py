@@ -44,6 +44,8 @@ ROUTES: dict[str, tuple[str, str]] = {
     "memory_reindex": ("POST", "/memory/reindex"),
     "memory_show": ("GET", "/memory/{id}"),
     "memory_forget": ("POST", "/memory/{id}/forget"),
+    "memory_history": ("GET", "/memory/{id}/history"),
+    "memory_edit": ("POST", "/memory/{id}/edit"),
     "pending": ("GET", "/pending"),
     "confirm": ("POST", "/pending/{id}/confirm"),
     "reject": ("POST", "/pending/{id}/reject"),

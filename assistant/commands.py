@@ -109,8 +109,9 @@ def _store(services: Services) -> ConclusionStore:
 
 def _row(conclusion: Conclusion) -> dict[str, Any]:
     row = conclusion.as_dict()
-    if row.get("score") is None:
-        row.pop("score", None)
+    for optional in ("score", "conflicts_with"):
+        if row.get(optional) is None:
+            row.pop(optional, None)
     return row
 
 
@@ -121,16 +122,44 @@ def memory_search(
     kind: str | None = None,
     tag: str | None = None,
     include_all: bool = False,
+    as_of: str | None = None,
 ) -> list[dict[str, Any]]:
+    from memory.conclusions import as_of_timestamp
+
     statuses = ("active", "superseded", "retired") if include_all else ("active",)
+    try:
+        moment = as_of_timestamp(as_of) if as_of else None
+    except ValueError as exc:
+        raise CommandError("INVALID_DATE", str(exc)) from None
     found = _store(services).recall(
         query,
         k,
         kinds=[kind] if kind else None,
         tags=[tag] if tag else None,
         statuses=statuses,
+        as_of=moment,
     )
     return [_row(c) for c in found]
+
+
+def memory_history(services: Services, id: str) -> list[dict[str, Any]]:
+    """Every value of the thing a conclusion is about, oldest first (issue 15)."""
+    chain = _store(services).chain(id)
+    if not chain:
+        raise CommandError("NOT_FOUND", f"no conclusion {id!r}", 404)
+    return [_row(c) for c in chain]
+
+
+def memory_edit(services: Services, id: str, text: str) -> dict[str, Any]:
+    """The user's correction: a new row (source "user") supersedes the conclusion."""
+    try:
+        edited = _store(services).edit(id, text)
+    except KeyError:
+        raise CommandError("NOT_FOUND", f"no conclusion {id!r}", 404) from None
+    except ValueError as exc:
+        raise CommandError("NOT_EDITABLE", str(exc), 409) from None
+    assert edited.previous is not None
+    return {**_row(edited.conclusion), "replaced": _row(edited.previous)}
 
 
 def memory_list(
@@ -539,6 +568,8 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "memory_search": memory_search,
     "memory_list": memory_list,
     "memory_show": memory_show,
+    "memory_history": memory_history,
+    "memory_edit": memory_edit,
     "memory_forget": memory_forget,
     "memory_reindex": memory_reindex,
     "memory_stats": memory_stats,

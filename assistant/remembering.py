@@ -30,6 +30,14 @@ from memory.db import Database
 from memory.extraction import Candidate, asked_subject, from_user_message
 from memory.hygiene import junk_reason
 from memory.index import LazyVectors, Vectors, Weights
+from memory.reconcile import (
+    JUDGE_PROMPT,
+    JUDGE_SCHEMA,
+    Judgement,
+    Known,
+    judge_request,
+    parse_judgement,
+)
 from memory.redact import Redactor
 from memory.working import WorkingMemory
 
@@ -51,6 +59,8 @@ keep. Not small talk, not intermediate tool output, not secrets. Reply with JSON
 "subject": "what it is about, or null", "tags": []}]}"""
 
 MEMORY_BLOCK_CHARS = 1500
+# the model's reconciliation of one new conclusion waits at most this long (then rules)
+JUDGE_TIMEOUT_S = 20.0
 
 SHORTEN_REQUEST = """\
 This summary is too long. Rewrite it in at most {words} words: keep the facts, numbers,
@@ -212,6 +222,7 @@ class MemoryService:
             self.vectors,
             redactor=redactor,
             weights=Weights(fts=memory.fts_weight, vector=memory.vector_weight),
+            judge=None if offline else self.judge,
         )
         self.compressor = SessionCompressor(
             database,
@@ -266,6 +277,26 @@ class MemoryService:
             lines.append(line)
             used += len(line)
         return "\n".join(lines)
+
+    # -- reconciliation (issue 15) -----------------------------------------------------------
+
+    def judge(self, text: str, candidates: Sequence[Known]) -> Judgement:
+        """The model decides how a new conclusion relates to the stored candidates
+        (`memory.reconcile`); any failure raises, and the store's rules decide instead."""
+        messages: list[Message] = [
+            {"role": "system", "content": JUDGE_PROMPT},
+            {"role": "user", "content": judge_request(text, candidates)},
+        ]
+        timeout_s = min(self.settings.model.timeout_s, JUDGE_TIMEOUT_S)
+        structured = getattr(self.model, "complete_json", None)
+        if callable(structured):  # response_format where the server takes it
+            reply = structured(
+                messages, JUDGE_SCHEMA, name="memory_decision", temperature=0.0, timeout_s=timeout_s
+            )
+        else:
+            reply = self.model.complete(messages, None, temperature=0.0, timeout_s=timeout_s)
+        # no JSON repair here: a broken decision is no decision, and the rules take over
+        return parse_judgement(split_reasoning(reply.content)[0] or "", candidates)
 
     # -- compression (M2, M3) ---------------------------------------------------------------
 

@@ -54,6 +54,10 @@ class AskRequest(BaseModel):
     session: str | None = Field(None, max_length=200)
 
 
+class EditRequest(BaseModel):
+    text: str = Field(min_length=1, max_length=2000)
+
+
 class JobRequest(BaseModel):
     prompt: str = Field(min_length=1, max_length=100_000)
     cron: str | None = None
@@ -256,8 +260,9 @@ def create_app(
         kind: str | None = None,
         tag: str | None = None,
         include_all: bool = False,
+        as_of: str | None = None,
     ) -> list[dict[str, Any]]:
-        return commands.memory_search(s, query, k, kind, tag, include_all)
+        return commands.memory_search(s, query, k, kind, tag, include_all, as_of)
 
     @app.get("/memory/stats", tags=["memory"])
     def memory_stats() -> dict[str, Any]:
@@ -274,6 +279,16 @@ def create_app(
     @app.post("/memory/{id}/forget", tags=["memory"])
     def memory_forget(id: str) -> dict[str, Any]:
         return commands.memory_forget(s, id)
+
+    @app.get("/memory/{id}/history", tags=["memory"])
+    def memory_history(id: str) -> list[dict[str, Any]]:
+        """Every value of the thing a conclusion is about, oldest first."""
+        return commands.memory_history(s, id)
+
+    @app.post("/memory/{id}/edit", tags=["memory"])
+    def memory_edit(id: str, request: EditRequest) -> dict[str, Any]:
+        """The user's correction: a new row (source "user") supersedes the conclusion."""
+        return commands.memory_edit(s, id, request.text)
 
     @app.get("/pending", tags=["confirmations"])
     def pending() -> list[dict[str, Any]]:
