@@ -15,9 +15,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from assistant.errors import CommandError
 
 if TYPE_CHECKING:
+    import threading
+
     from assistant.app import Assistant
     from assistant.config import Settings
     from assistant.daemon.jobs import JobBook, RunHistory
+    from assistant.events import TurnObserver
     from assistant.outcome import TurnOutcome
     from assistant.traces import TraceStore
     from memory.conclusions import Conclusion, ConclusionStore
@@ -41,7 +44,18 @@ class Services(Protocol):
     @property
     def job_history(self) -> RunHistory: ...
 
-    def run_turn(self, text: str, *, session: str | None, end_session: bool) -> TurnOutcome: ...
+    def run_turn(
+        self,
+        text: str,
+        *,
+        session: str | None,
+        end_session: bool,
+        observer: TurnObserver | None = None,
+        cancel: threading.Event | None = None,
+    ) -> TurnOutcome:
+        """The turn's outcome as soon as its answer is there; the memory work it leaves
+        (compression, and at a session's end extraction) runs after that."""
+        ...
 
     def end_session(self, session: str) -> int: ...
 
@@ -55,11 +69,21 @@ class Services(Protocol):
 # -- turns and sessions -------------------------------------------------------------------------
 
 
-def ask(services: Services, text: str, session: str | None = None) -> dict[str, Any]:
-    """One turn; a turn without a session is a one-shot session, ended (M9) right after."""
+def ask(
+    services: Services,
+    text: str,
+    session: str | None = None,
+    observer: TurnObserver | None = None,
+    cancel: threading.Event | None = None,
+) -> dict[str, Any]:
+    """One turn; a turn without a session is a one-shot session, ended (M9) right after.
+    `observer` sees the turn's events (`assistant.events`) as they happen; setting
+    `cancel` stops the turn (`cancelled`)."""
     if not text.strip():
         raise CommandError("EMPTY", "the question is empty")
-    outcome = services.run_turn(text, session=session, end_session=session is None)
+    outcome = services.run_turn(
+        text, session=session, end_session=session is None, observer=observer, cancel=cancel
+    )
     return {**outcome.as_dict(), "served_by": services.served_by}
 
 
@@ -85,8 +109,9 @@ def _store(services: Services) -> ConclusionStore:
 
 def _row(conclusion: Conclusion) -> dict[str, Any]:
     row = conclusion.as_dict()
-    if row.get("score") is None:
-        row.pop("score", None)
+    for optional in ("score", "conflicts_with"):
+        if row.get(optional) is None:
+            row.pop(optional, None)
     return row
 
 
@@ -97,16 +122,44 @@ def memory_search(
     kind: str | None = None,
     tag: str | None = None,
     include_all: bool = False,
+    as_of: str | None = None,
 ) -> list[dict[str, Any]]:
+    from memory.conclusions import as_of_timestamp
+
     statuses = ("active", "superseded", "retired") if include_all else ("active",)
+    try:
+        moment = as_of_timestamp(as_of) if as_of else None
+    except ValueError as exc:
+        raise CommandError("INVALID_DATE", str(exc)) from None
     found = _store(services).recall(
         query,
         k,
         kinds=[kind] if kind else None,
         tags=[tag] if tag else None,
         statuses=statuses,
+        as_of=moment,
     )
     return [_row(c) for c in found]
+
+
+def memory_history(services: Services, id: str) -> list[dict[str, Any]]:
+    """Every value of the thing a conclusion is about, oldest first (issue 15)."""
+    chain = _store(services).chain(id)
+    if not chain:
+        raise CommandError("NOT_FOUND", f"no conclusion {id!r}", 404)
+    return [_row(c) for c in chain]
+
+
+def memory_edit(services: Services, id: str, text: str) -> dict[str, Any]:
+    """The user's correction: a new row (source "user") supersedes the conclusion."""
+    try:
+        edited = _store(services).edit(id, text)
+    except KeyError:
+        raise CommandError("NOT_FOUND", f"no conclusion {id!r}", 404) from None
+    except ValueError as exc:
+        raise CommandError("NOT_EDITABLE", str(exc), 409) from None
+    assert edited.previous is not None
+    return {**_row(edited.conclusion), "replaced": _row(edited.previous)}
 
 
 def memory_list(
@@ -540,6 +593,8 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "memory_search": memory_search,
     "memory_list": memory_list,
     "memory_show": memory_show,
+    "memory_history": memory_history,
+    "memory_edit": memory_edit,
     "memory_forget": memory_forget,
     "memory_restore": memory_restore,
     "memory_reindex": memory_reindex,
@@ -571,7 +626,9 @@ class LocalServices:
     """The stores opened in this process for one CLI command (no daemon is running).
 
     Each part opens on first use: `trace` reads the database without taking the data
-    directory's lock, everything else opens the `Assistant` (which takes it).
+    directory's lock, everything else opens the `Assistant` (which takes it). The memory
+    work a turn leaves waits in `_after` until `settle()` (the CLI calls it once the
+    answer is printed; `close()` does, for anyone who did not).
     """
 
     served_by = "in-process"
@@ -582,6 +639,7 @@ class LocalServices:
         self._jobs: JobBook | None = None
         self._history: RunHistory | None = None
         self._reader: Any = None
+        self._after: list[Callable[[], Any]] = []
 
     def __enter__(self) -> LocalServices:
         return self
@@ -626,11 +684,26 @@ class LocalServices:
             self._history = RunHistory(self.assistant.database)
         return self._history
 
-    def run_turn(self, text: str, *, session: str | None, end_session: bool) -> TurnOutcome:
-        outcome = self.assistant.ask(text, session=session)
-        if end_session and outcome.ok:  # a failed turn says nothing worth keeping
-            self.assistant.end_session(outcome.session)
+    def run_turn(
+        self,
+        text: str,
+        *,
+        session: str | None,
+        end_session: bool,
+        observer: TurnObserver | None = None,
+        cancel: threading.Event | None = None,
+    ) -> TurnOutcome:
+        assistant = self.assistant
+        outcome = assistant.ask(
+            text, session=session, observer=observer, cancel=cancel, settle=False
+        )
+        self._after.append(lambda: assistant.after_turn(outcome, end_session=end_session))
         return outcome
+
+    def settle(self) -> None:
+        """Run the memory work the turns left, in order (their answers are out)."""
+        while self._after:
+            self._after.pop(0)()
 
     def end_session(self, session: str) -> int:
         return self.assistant.end_session(session)
@@ -654,6 +727,12 @@ class LocalServices:
         return {"running": False}
 
     def close(self) -> None:
+        try:
+            self.settle()
+        finally:
+            self._close()
+
+    def _close(self) -> None:
         try:
             if self._jobs is not None:
                 self._jobs.shutdown()

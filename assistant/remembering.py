@@ -28,10 +28,18 @@ from memory.compression import (
 from memory.compression_settings import CompressionSettings
 from memory.conclusions import Conclusion, ConclusionStore
 from memory.db import Database
-from memory.extraction import Candidate, from_user_message
+from memory.extraction import Candidate, asked_subject, from_user_message
 from memory.hygiene import junk_reason
 from memory.index import LazyVectors, Vectors, Weights
 from memory.instructions import InstructionRefused, instruction_to_assistant
+from memory.reconcile import (
+    JUDGE_PROMPT,
+    JUDGE_SCHEMA,
+    Judgement,
+    Known,
+    judge_request,
+    parse_judgement,
+)
 from memory.redact import Redactor
 from memory.working import WorkingMemory
 
@@ -53,6 +61,8 @@ keep. Not small talk, not intermediate tool output, not secrets. Reply with JSON
 "subject": "what it is about, or null", "tags": []}]}"""
 
 MEMORY_BLOCK_CHARS = 1500
+# the model's reconciliation of one new conclusion waits at most this long (then rules)
+JUDGE_TIMEOUT_S = 20.0
 
 SHORTEN_REQUEST = """\
 This summary is too long. Rewrite it in at most {words} words: keep the facts, numbers,
@@ -347,6 +357,7 @@ class MemoryService:
             self.vectors,
             redactor=redactor,
             weights=Weights(fts=memory.fts_weight, vector=memory.vector_weight),
+            judge=None if offline else self.judge,
         )
         self.compressor = SessionCompressor(
             database,
@@ -371,10 +382,24 @@ class MemoryService:
     # -- context (M8) ---------------------------------------------------------------------
 
     def relevant(self, text: str) -> list[Conclusion]:
-        k = self.settings.memory.recall_k
-        if k == 0 or not self.store.has_active():
+        """The conclusions for this message's context: the top `recall_k`, minus those
+        under the relevance floor (`[memory] recall_floor`, measured on LoCoMo: see
+        docs/BENCHMARKS.md), so unrelated conclusions stay out of the prompt, and minus
+        junk stored before the hygiene rule. A conclusion about the subject the message
+        asks about stays whatever its similarity."""
+        memory = self.settings.memory
+        if memory.recall_k == 0 or not self.store.has_active():
             return []
-        return self.store.recall(text, k)
+        found = [c for c in self.store.recall(text, memory.recall_k) if junk_reason(c.text) is None]
+        if all(c.similarity is None for c in found):
+            return found  # no vector search (index unavailable): full text alone ranked
+        asked = asked_subject(text)
+        return [
+            c
+            for c in found
+            if (c.similarity is not None and c.similarity >= memory.recall_floor)
+            or (asked is not None and c.subject == asked)
+        ]
 
     def memory_block(self, conclusions: Sequence[Conclusion]) -> str:
         """The turn's memory context. A row that reads as an order to the assistant (one
@@ -392,6 +417,26 @@ class MemoryService:
             lines.append(line)
             used += len(line)
         return "\n".join(lines)
+
+    # -- reconciliation (issue 15) -----------------------------------------------------------
+
+    def judge(self, text: str, candidates: Sequence[Known]) -> Judgement:
+        """The model decides how a new conclusion relates to the stored candidates
+        (`memory.reconcile`); any failure raises, and the store's rules decide instead."""
+        messages: list[Message] = [
+            {"role": "system", "content": JUDGE_PROMPT},
+            {"role": "user", "content": judge_request(text, candidates)},
+        ]
+        timeout_s = min(self.settings.model.timeout_s, JUDGE_TIMEOUT_S)
+        structured = getattr(self.model, "complete_json", None)
+        if callable(structured):  # response_format where the server takes it
+            reply = structured(
+                messages, JUDGE_SCHEMA, name="memory_decision", temperature=0.0, timeout_s=timeout_s
+            )
+        else:
+            reply = self.model.complete(messages, None, temperature=0.0, timeout_s=timeout_s)
+        # no JSON repair here: a broken decision is no decision, and the rules take over
+        return parse_judgement(split_reasoning(reply.content)[0] or "", candidates)
 
     # -- compression (M2, M3) ---------------------------------------------------------------
 
@@ -449,7 +494,7 @@ class MemoryService:
             log.warning(
                 "conclusion extraction by the model failed, using rules: %s", _one_line(exc)
             )
-            log.debug("extraction failure in full", exc_info=exc)
+            log.info("extraction failure in full (shown with -v)", exc_info=exc)
             return rules
 
     def _model_candidates(self, messages: Sequence[Message]) -> list[Candidate]:
@@ -474,7 +519,7 @@ class MemoryService:
             try:
                 candidate = Candidate.model_validate(item)
             except ValidationError as exc:
-                log.debug("extraction: item dropped: %s", exc)
+                log.info("extraction: item dropped: %s", exc)
                 dropped += 1
                 continue
             if junk_reason(candidate.text) is None:

@@ -47,6 +47,13 @@ def json_text(value: Any) -> str:
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+def raw_stream(stream: Any) -> Any:
+    """The terminal under a `VisibleStream`, for a renderer that writes its own control
+    sequences (rich's spinner); what it shows must then pass `visible` and, for rich,
+    `rich.markup.escape` first."""
+    return stream.inner if isinstance(stream, VisibleStream) else stream
+
+
 class VisibleStream:
     """A text stream that passes everything written to it through `visible`."""
 

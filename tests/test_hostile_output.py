@@ -122,6 +122,7 @@ def test_hostile_arguments_through_the_daemon_get_200_and_an_answer(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
+    import polling
     from test_daemon import DaemonProcess, make_vault
 
     home = tmp_path / "home"
@@ -138,13 +139,18 @@ def test_hostile_arguments_through_the_daemon_get_200_and_an_answer(
     try:
         daemon.start()
         for raw, code in (HOSTILE["raw lone surrogate"], HOSTILE["3,000 deep"]):
-            fake_openai.script(calls(("calc_evaluate", raw)), completion("It failed."))
+            fake_openai.script(
+                calls(("calc_evaluate", raw)),
+                completion("It failed."),
+                completion('{"conclusions": []}'),  # the one-shot session's extraction
+            )
             result = daemon.cli("ask", "--json", "compute it")
             assert result.returncode == 0, result.stderr
             outcome = json.loads(result.stdout)
             assert outcome["served_by"] == "daemon"
             assert outcome["answer"] == "It failed."
             assert [c["status"] for c in outcome["tool_calls"]] == [code]
+        polling.wait_for(lambda: fake_openai.remaining == 0, "the extraction", 60, 0.1)
         assert "Traceback" not in daemon.stderr()
     finally:
         daemon.close()

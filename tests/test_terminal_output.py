@@ -127,3 +127,26 @@ def _strings(value: object) -> list[str]:
     if isinstance(value, list):
         return [s for item in value for s in _strings(item)]
     return []
+
+
+def test_the_live_view_shows_model_text_visibly_and_never_as_markup() -> None:
+    """Streamed tokens and a tool name from the model pass `visible`; the spinner's label
+    is escaped for rich, which writes its own cursor codes to the terminal underneath."""
+    import io
+
+    from assistant.events import TextDelta, ToolFinished, ToolStarted
+    from assistant.live import TurnView
+    from assistant.terminal import VisibleStream, raw_stream
+
+    out_raw, err_raw = io.StringIO(), io.StringIO()
+    out, err = VisibleStream(out_raw), VisibleStream(err_raw)
+    view = TurnView(tokens=True, spinner=True, verbose=True, out=out, err=err)
+    assert raw_stream(err) is err_raw and view._console.file is err_raw
+    hostile = "[bold red]x[/]\x1b[2J"
+    view(TextDelta(text=f"hello {hostile}", index=0))
+    view(ToolStarted(name=hostile, call_id="c1"))
+    assert view._status.status == "running \\[bold red]x\\[/]␛[2J…"
+    view(ToolFinished(name=hostile, call_id="c1", status="ok", ms=1.0))
+    view.close()
+    assert "\x1b[2J" not in out_raw.getvalue() and "hello [bold red]x[/]␛[2J" in out_raw.getvalue()
+    assert "x[/]␛[2J: ok" in err_raw.getvalue()

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from memory.conclusions import Conclusion, ConclusionStore
+from memory.conclusions import Conclusion, ConclusionStore, as_of_timestamp
 from memory.hygiene import junk_reason
 from memory.instructions import InstructionRefused
 from tools.base import Tool, ToolArgs, ToolContext, ToolError, tool
@@ -31,6 +31,10 @@ def _row(conclusion: Conclusion) -> dict[str, Any]:
         row["source"] = conclusion.source_path
     if conclusion.origin:
         row["stored_by"] = conclusion.origin
+    if conclusion.valid_to is not None:
+        row["until"] = time.strftime("%Y-%m-%d", time.localtime(conclusion.valid_to))
+    if conclusion.conflicts_with:
+        row["conflicts_with"] = conclusion.conflicts_with  # a newer row says otherwise
     return row
 
 
@@ -62,6 +66,11 @@ class RecallArgs(ToolArgs):
         None, description="Only this kind."
     )
     tag: str | None = Field(None, description="Only conclusions with this tag.")
+    as_of: str | None = Field(
+        None,
+        description="A date YYYY-MM-DD: answer from what was true then (e.g. 'who was my "
+        "dentist in March?'), including values replaced since.",
+    )
 
 
 class ForgetArgs(ToolArgs):
@@ -100,6 +109,8 @@ def memory_tools(store: ConclusionStore) -> list[Tool]:
         result: dict[str, Any] = {"action": remembered.action, **_row(remembered.conclusion)}
         if remembered.previous is not None:
             result["replaced"] = _row(remembered.previous)
+        if remembered.decision is not None:  # how it was reconciled, for the trace
+            result["decision"] = remembered.decision.as_dict()
         return result
 
     @tool(read_only=True, cacheable=False, version="1.0")
@@ -111,13 +122,21 @@ def memory_tools(store: ConclusionStore) -> list[Tool]:
         depends on their earlier facts or preferences. Answer only from the returned
         conclusions; if none match, say you have nothing stored about it.
         """
+        try:
+            moment = as_of_timestamp(args.as_of) if args.as_of else None
+        except ValueError as exc:
+            raise ToolError("INVALID_ARGUMENTS", str(exc)) from None
         found = store.recall(
             args.query,
             args.k,
             kinds=[args.kind] if args.kind else None,
             tags=[args.tag] if args.tag else None,
+            as_of=moment,
         )
-        return {"query": args.query, "count": len(found), "conclusions": [_row(c) for c in found]}
+        result = {"query": args.query, "count": len(found), "conclusions": [_row(c) for c in found]}
+        if args.as_of:
+            result["as_of"] = args.as_of
+        return result
 
     def target_of(args: ForgetArgs) -> Conclusion:
         """The active conclusion a forget call means (by id, else the best match)."""
