@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -158,14 +159,24 @@ def _emit(args: argparse.Namespace, data: Any, lines: list[str], empty: str = ""
     return 0
 
 
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
 class Backend:
-    """Where a command runs: the daemon that owns the data directory, or this process."""
+    """Where a command runs: the daemon that owns the data directory, or this process.
+
+    In-process, the data directory's lock is waited for; a daemon that takes it (or
+    waits for it) meanwhile is gone through instead, and an open in-process backend hands
+    the directory over to a daemon that waits for it (`hand_over`).
+    """
 
     def __init__(self) -> None:
         from assistant.client import discover
         from assistant.paths import data_home
 
-        self.client = discover(data_home(), notice=lambda text: print(text, file=sys.stderr))
+        self.home = data_home()
+        self.client = discover(self.home, notice=_say)
         self._local: Any = None
 
     def __enter__(self) -> Backend:
@@ -179,12 +190,47 @@ class Backend:
         if self.client is not None:
             return self.client.call(operation, params)
         from assistant.commands import OPERATIONS, LocalServices
+        from memory.lock import DataDirectoryBusy
 
         if self._local is None:
+            from assistant.client import daemon_claims
             from assistant.config import load_settings
 
-            self._local = LocalServices(load_settings())
-        return OPERATIONS[operation](self._local, **params)
+            self._local = LocalServices(
+                load_settings(),
+                lock_notice=_say,
+                lock_yield_to=lambda holder: daemon_claims(self.home, holder),
+            )
+        try:
+            return OPERATIONS[operation](self._local, **params)
+        except DataDirectoryBusy:  # raised before the operation did anything
+            if not self._to_daemon():
+                raise
+        return self.client.call(operation, params)
+
+    def _to_daemon(self) -> bool:
+        """Close what runs here and go through the daemon that claims the directory."""
+        from assistant.client import discover
+
+        wait = 120.0
+        if self._local is not None:
+            wait = self._local.settings.daemon.lock_wait_s
+            self._local.close()
+            self._local = None
+        self.client = discover(self.home, wait_s=wait, notice=_say)
+        return self.client is not None
+
+    def hand_over(self) -> bool:
+        """If a daemon waits for the directory this process holds, let it have it."""
+        from memory.lock import waiting_daemon
+
+        if self._local is None or not self._local.holds_lock:
+            return False
+        daemon = waiting_daemon(self.home)
+        if daemon is None:
+            return False
+        _say(f"the daemon (pid {daemon.pid}) is starting: handing the data directory over")
+        return self._to_daemon()
 
 
 def _call(operation: str, **params: Any) -> Any:
@@ -231,6 +277,11 @@ def cmd_chat(args: argparse.Namespace) -> int:
     with Backend() as backend:
         where = "through the daemon" if backend.client is not None else "in this process"
         print(f"session {session} ({where}) — empty line or Ctrl-D to leave", file=sys.stderr)
+        turn = threading.Lock()  # a hand-over happens between turns, never during one
+        done = threading.Event()
+        threading.Thread(
+            target=_hand_over_when_asked, args=(backend, turn, done), daemon=True
+        ).start()
         try:
             while True:
                 try:
@@ -239,17 +290,33 @@ def cmd_chat(args: argparse.Namespace) -> int:
                     break
                 if not text or text in {"exit", "quit", "/exit", "/quit"}:
                     break
-                outcome = backend.call("ask", text=text, session=session)
-                if outcome["stop_reason"] != "model_error":
-                    print(outcome["answer"], flush=True)
-                else:
-                    print(f"error: {outcome['stop_detail']}", file=sys.stderr, flush=True)
-                _offer_confirmations(backend, outcome)
+                with turn:
+                    outcome = backend.call("ask", text=text, session=session)
+                    if outcome["stop_reason"] != "model_error":
+                        print(outcome["answer"], flush=True)
+                    else:
+                        print(f"error: {outcome['stop_detail']}", file=sys.stderr, flush=True)
+                    _offer_confirmations(backend, outcome)
         except KeyboardInterrupt:
             print(file=sys.stderr)
         finally:
-            backend.call("end_session", session=session)
+            done.set()
+            with turn:
+                backend.call("end_session", session=session)
     return 0
+
+
+def _hand_over_when_asked(backend: Backend, turn: threading.Lock, done: threading.Event) -> None:
+    """An in-process chat keeps the data directory only until a daemon asks for it."""
+    while not done.wait(0.5):
+        if turn.acquire(blocking=False):
+            try:
+                if backend.hand_over():
+                    return
+            except Exception as exc:  # noqa: BLE001 - the chat goes on in-process
+                _say(f"error: could not hand the chat over to the daemon: {exc}")
+            finally:
+                turn.release()
 
 
 def _offer_confirmations(backend: Backend, outcome: dict[str, Any]) -> None:

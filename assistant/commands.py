@@ -367,13 +367,22 @@ class LocalServices:
     """The stores opened in this process for one CLI command (no daemon is running).
 
     Each part opens on first use: `trace` reads the database without taking the data
-    directory's lock, everything else opens the `Assistant` (which takes it).
+    directory's lock, everything else opens the `Assistant` (which takes it, waiting for
+    another holder up to `[daemon] lock_wait_s`; `lock_yield_to` ends that wait when a
+    daemon claims the directory, so the CLI can go through it instead).
     """
 
     served_by = "in-process"
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        lock_notice: Callable[[str], None] | None = None,
+        lock_yield_to: Callable[[Any], bool] | None = None,
+    ) -> None:
         self.settings = settings
+        self._lock_options = {"lock_notice": lock_notice, "lock_yield_to": lock_yield_to}
         self._assistant: Assistant | None = None
         self._jobs: JobBook | None = None
         self._history: RunHistory | None = None
@@ -386,11 +395,15 @@ class LocalServices:
         self.close()
 
     @property
+    def holds_lock(self) -> bool:
+        return self._assistant is not None
+
+    @property
     def assistant(self) -> Assistant:
         if self._assistant is None:
             from assistant.app import Assistant
 
-            self._assistant = Assistant(self.settings)
+            self._assistant = Assistant(self.settings, **self._lock_options)
         return self._assistant
 
     @property

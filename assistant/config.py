@@ -96,6 +96,9 @@ class DaemonSettings(_Section):
     log_max_bytes: int = Field(5_000_000, ge=10_000, description="Size of one log file.")
     log_backups: int = Field(3, ge=0, le=100, description="Rotated log files kept.")
     shutdown_timeout_s: float = Field(30.0, gt=0, description="Wait for cancelled turns.")
+    lock_wait_s: float = Field(
+        120.0, ge=0, description="Wait for another process to release the data directory."
+    )
     watch_debounce_s: float = Field(1.0, ge=0, description="Quiet time before a file counts.")
     recent_triggers: int = Field(50, ge=1, le=10_000, description="File events kept for status.")
 

@@ -105,8 +105,15 @@ class Daemon:
         model, tools, vectors = self._parts
         limit = settings.daemon.model_concurrency
         throttled = ThrottledModel(model or build_model(settings), limit)
+        # A CLI command holding the data directory is waited for (it says so), not a
+        # reason to exit; such commands yield to a daemon that waits (memory.lock).
         self.assistant = Assistant(
-            settings, model=throttled, tools=tools, vectors=vectors, role="daemon"
+            settings,
+            model=throttled,
+            tools=tools,
+            vectors=vectors,
+            role="daemon",
+            lock_notice=log.warning,
         )
         try:
             if self._log_file:  # only the owner of the data directory writes its log
