@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from assistant.outcome import TurnOutcome
     from assistant.traces import TraceStore
     from memory.conclusions import Conclusion, ConclusionStore
+    from tools.confirm import PendingAction
 
 
 class Services(Protocol):
@@ -46,6 +47,12 @@ class Services(Protocol):
     def end_session(self, session: str) -> int: ...
 
     def run_job(self, name: str) -> dict[str, Any]: ...
+
+    def confirm_action(self, action_id: str) -> PendingAction:
+        """Run a pending action the user said yes to (the daemon: through its work queue)."""
+        ...
+
+    def reject_action(self, action_id: str) -> PendingAction: ...
 
     def watch_state(self) -> dict[str, Any]: ...
 
@@ -156,11 +163,11 @@ def _decide(services: Services, id: str, decide: Callable[[str], Any]) -> dict[s
 
 
 def confirm(services: Services, id: str) -> dict[str, Any]:
-    return _decide(services, id, services.assistant.confirm)
+    return _decide(services, id, services.confirm_action)
 
 
 def reject(services: Services, id: str) -> dict[str, Any]:
-    return _decide(services, id, services.assistant.reject)
+    return _decide(services, id, services.reject_action)
 
 
 # -- traces (T) ---------------------------------------------------------------------------------
@@ -443,6 +450,12 @@ class LocalServices:
 
     def end_session(self, session: str) -> int:
         return self.assistant.end_session(session)
+
+    def confirm_action(self, action_id: str) -> PendingAction:
+        return self.assistant.confirm(action_id)
+
+    def reject_action(self, action_id: str) -> PendingAction:
+        return self.assistant.reject(action_id)
 
     def run_job(self, name: str) -> dict[str, Any]:
         from assistant.daemon.jobs import JobRunner

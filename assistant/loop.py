@@ -12,11 +12,12 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 from assistant.config import LoopLimits
-from assistant.errors import ModelError
+from assistant.errors import ModelCancelled, ModelError
 from assistant.grounding import check_answer, corrective_note
 from assistant.model import ChatModel, Message, ModelReply, Usage
 from assistant.outcome import GroundingCheck, StopReason, TurnOutcome
@@ -185,6 +186,8 @@ def run_turn(turn: Turn) -> TurnOutcome:
             if stop := (refusals[0] if refusals else None) or budget.record(outcomes):
                 break
         return state.wrap_up(stop)
+    except ModelCancelled:
+        return state.wrap_up(StopReason.CANCELLED)
     except ModelError as exc:
         return state.finish(f"The model endpoint failed: {exc}", StopReason.MODEL_ERROR, exc)
 
@@ -222,10 +225,10 @@ class _TurnState:
         self.turn.recorder.before_request(index, self.messages)
         started = time.perf_counter()
         try:
-            reply = self.turn.model.complete(
+            reply = _complete(
+                self.turn,
                 self.messages,
                 tools or None,
-                temperature=self.turn.temperature,
                 timeout_s=max(self.budget.remaining_s(), 1.0),
             )
         except ModelError as exc:
@@ -307,6 +310,34 @@ class _TurnState:
         )
         self.turn.recorder.turn_finished(outcome)
         return outcome
+
+
+def _complete(
+    turn: Turn, messages: list[Message], tools: list[dict[str, Any]] | None, timeout_s: float
+) -> ModelReply:
+    """One model request. A turn that can be cancelled (the daemon's) makes it in a helper
+    thread and stops waiting the moment it is cancelled, so a stop (SIGTERM) never waits
+    for a slow endpoint; the abandoned request ends by its own timeout, its reply unused."""
+    options = {"temperature": turn.temperature, "timeout_s": timeout_s}
+    cancel = turn.cancel
+    if cancel is None:
+        return turn.model.complete(messages, tools, **options)
+    answer: Future[ModelReply] = Future()
+    snapshot = list(messages)  # the turn goes on with its own list after a cancel
+
+    def request() -> None:
+        try:
+            answer.set_result(turn.model.complete(snapshot, tools, **options))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting turn
+            answer.set_exception(exc)
+
+    if not cancel.is_set():
+        threading.Thread(target=request, name="model-request", daemon=True).start()
+        while not answer.done() and not cancel.wait(0.05):
+            pass
+    if answer.done():
+        return answer.result()
+    raise ModelCancelled("the turn was cancelled while the model was answering")
 
 
 def _names(tools: Sequence[dict[str, Any]] | None) -> list[str]:

@@ -30,7 +30,7 @@ from assistant.client import API_FILE, TOKEN_FILE
 from assistant.config import Settings
 from assistant.daemon.jobs import JobBook, JobRunner, QueueExecutor, RunHistory
 from assistant.daemon.watch import FileTask, Watcher, watch_state
-from assistant.daemon.workqueue import ThrottledModel, WorkQueue
+from assistant.daemon.workqueue import QueueClosed, ThrottledModel, WorkQueue
 from assistant.model import ChatModel
 from assistant.outcome import StopReason, TurnOutcome
 from assistant.traces import TraceStore
@@ -40,6 +40,7 @@ from tools.base import Tool
 if TYPE_CHECKING:
     from assistant.app import Assistant
     from assistant.daemon.api import ApiServer
+    from tools.confirm import PendingAction
 
 log = logging.getLogger("assistant.daemon")
 
@@ -271,6 +272,25 @@ class Daemon:
             session, lambda cancel: self.assistant.end_session(session), kind="end", label=session
         )
         return future.result()
+
+    def confirm_action(self, action_id: str) -> PendingAction:
+        """A confirmed action runs as work of the queue, so shutdown waits for it (a move
+        half done is worse than a late stop); one not yet started when shutdown begins
+        does not start, and stays pending."""
+
+        def work(cancel: threading.Event) -> PendingAction:
+            if cancel.is_set():
+                raise QueueClosed(
+                    f"the daemon is shutting down: action {action_id} did not run and is "
+                    "still pending; confirm it again once the daemon is back"
+                )
+            return self.assistant.confirm(action_id)
+
+        lane = f"action:{action_id}"
+        return self._queue().submit(lane, work, kind="confirm", label=action_id).result()
+
+    def reject_action(self, action_id: str) -> PendingAction:
+        return self.assistant.reject(action_id)
 
     def run_job(self, name: str) -> dict[str, Any]:
         assert self.jobs is not None and self.runner is not None, "the daemon is not started"
