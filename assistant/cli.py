@@ -25,6 +25,17 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 
 
+def _positive(text: str) -> int:
+    """A count (-k, --limit, n): a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="assistant", description="A local, memory-tiered personal assistant."
@@ -49,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     memory_commands = memory.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
     search = memory_commands.add_parser("search", help="hybrid search of conclusions")
     search.add_argument("query", nargs="+")
-    search.add_argument("-k", type=int, default=10, help="how many (default 10)")
+    search.add_argument("-k", type=_positive, default=10, help="how many (default 10)")
     search.add_argument("--kind", choices=["fact", "preference", "decision", "note"])
     search.add_argument("--tag")
     search.add_argument("--all", action="store_true", help="include superseded and retired")
@@ -58,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument(
         "--status", default="active", choices=["active", "superseded", "retired", "all"]
     )
-    listing.add_argument("--limit", type=int, default=50)
+    listing.add_argument("--limit", type=_positive, default=50)
     listing.add_argument("--json", action="store_true")
     show = memory_commands.add_parser("show", help="one conclusion with its history")
     show.add_argument("id")
@@ -76,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     vlist.add_argument("folder", nargs="?", help="a folder of the vault (default: all)")
     vlist.add_argument("--tag")
     vlist.add_argument("--recent", action="store_true", help="most recently changed first")
-    vlist.add_argument("--limit", type=int, default=100)
+    vlist.add_argument("--limit", type=_positive, default=100)
     vlist.add_argument("--json", action="store_true")
     vread = vault_commands.add_parser("read", help="print a note (or one heading's section)")
     vread.add_argument("path")
@@ -84,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     vread.add_argument("--json", action="store_true")
     vsearch = vault_commands.add_parser("search", help="full-text and semantic search")
     vsearch.add_argument("query", nargs="+")
-    vsearch.add_argument("-k", type=int, default=8)
+    vsearch.add_argument("-k", type=_positive, default=8)
     vsearch.add_argument("--folder")
     vsearch.add_argument("--tag")
     vsearch.add_argument("--json", action="store_true")
@@ -94,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     vstatus = vault_commands.add_parser("status", help="index counts, last run, skipped notes")
     vstatus.add_argument("--json", action="store_true")
     vundo = vault_commands.add_parser("undo", help="undo the last N writes (default 1)")
-    vundo.add_argument("n", nargs="?", type=int, default=1)
+    vundo.add_argument("n", nargs="?", type=_positive, default=1)
     vundo.add_argument("--force", action="store_true", help="even over later edits")
     vundo.add_argument("--json", action="store_true")
 
@@ -129,7 +140,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true")
     history = job_commands.add_parser("history", help="recent runs (of one job)")
     history.add_argument("name", nargs="?")
-    history.add_argument("--limit", type=int, default=20)
+    history.add_argument("--limit", type=_positive, default=20)
     history.add_argument("--json", action="store_true")
 
     watch = commands.add_parser("watch", help="file-triggered rules")

@@ -59,11 +59,36 @@ class Services(Protocol):
     def runtime(self) -> dict[str, Any]: ...
 
 
+# -- checks shared by the CLI and the control API --------------------------------------------
+
+SESSION_MAX_CHARS = 200
+MEMORY_STATUSES = ("active", "superseded", "retired", "all")
+
+
+def _count(name: str, value: int) -> int:
+    """A count asked for (k, limit, n): at least 1, whichever way the call came."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise CommandError(
+            "BAD_ARGUMENT", f"{name} must be a whole number of at least 1 (got {value!r})"
+        )
+    return value
+
+
+def _session_name(session: str | None) -> str | None:
+    if session is not None and not 1 <= len(session) <= SESSION_MAX_CHARS:
+        raise CommandError(
+            "BAD_SESSION",
+            f"a session name is 1-{SESSION_MAX_CHARS} characters (this one has {len(session)})",
+        )
+    return session
+
+
 # -- turns and sessions -------------------------------------------------------------------------
 
 
 def ask(services: Services, text: str, session: str | None = None) -> dict[str, Any]:
     """One turn; a turn without a session is a one-shot session, ended (M9) right after."""
+    _session_name(session)
     if not text.strip():
         raise CommandError("EMPTY", "the question is empty")
     outcome = services.run_turn(text, session=session, end_session=session is None)
@@ -71,10 +96,12 @@ def ask(services: Services, text: str, session: str | None = None) -> dict[str, 
 
 
 def end_session(services: Services, session: str) -> dict[str, Any]:
+    _session_name(session)
     return {"session": session, "conclusions_stored": services.end_session(session)}
 
 
 def sessions(services: Services, limit: int = 50) -> list[dict[str, Any]]:
+    _count("limit", limit)
     return services.assistant.working.sessions()[:limit]
 
 
@@ -105,6 +132,7 @@ def memory_search(
     tag: str | None = None,
     include_all: bool = False,
 ) -> list[dict[str, Any]]:
+    _count("k", k)
     statuses = ("active", "superseded", "retired") if include_all else ("active",)
     found = _store(services).recall(
         query,
@@ -119,6 +147,11 @@ def memory_search(
 def memory_list(
     services: Services, status: str = "active", limit: int = 50
 ) -> list[dict[str, Any]]:
+    if status not in MEMORY_STATUSES:
+        raise CommandError(
+            "BAD_ARGUMENT", f"status must be one of {', '.join(MEMORY_STATUSES)} (got {status!r})"
+        )
+    _count("limit", limit)
     chosen = None if status == "all" else status
     return [_row(c) for c in _store(services).list(status=chosen, limit=limit)]
 
@@ -212,6 +245,7 @@ def jobs_run(services: Services, name: str) -> dict[str, Any]:
 def jobs_history(
     services: Services, name: str | None = None, limit: int = 20
 ) -> list[dict[str, Any]]:
+    _count("limit", limit)
     return services.job_history.recent(name, limit)
 
 
@@ -282,6 +316,7 @@ def vault_list(
 ) -> dict[str, Any]:
     from tools.base import ToolError
 
+    _count("limit", limit)
     vault, _ = _vault(services)
     try:
         rows, total = vault.list_notes(folder, tag=tag, recent_first=recent, limit=limit)
@@ -316,6 +351,7 @@ def vault_search(
 ) -> list[dict[str, Any]]:
     from tools.base import ToolError
 
+    _count("k", k)
     _, index = _vault(services)
     try:
         return [hit.as_dict() for hit in index.search(query, k, folder=folder, tag=tag)]
@@ -335,6 +371,7 @@ def vault_status(services: Services) -> dict[str, Any]:
 
 
 def vault_undo(services: Services, n: int = 1, force: bool = False) -> dict[str, Any]:
+    _count("n", n)
     vault, _ = _vault(services)
     result = vault.undo(n, force=force)
     return {"undone": result.undone, "stopped": result.stopped}

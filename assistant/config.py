@@ -234,6 +234,10 @@ def _read_config_file(path: Path) -> dict[str, Any]:
             return tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:  # TOML is UTF-8 by definition
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8"
+        ) from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the config file: {exc.strerror}") from exc
 
@@ -271,6 +275,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Build the settings; the config file is optional, its mistakes are not silent."""
     environ = os.environ if environ is None else environ
     home = default_home(environ)
+    if home.exists() and not home.is_dir():
+        raise ConfigError(
+            f"the data directory {home} is a file, not a folder; point ASSISTANT_HOME at a folder"
+        )
     config_path = Path(environ["ASSISTANT_CONFIG"]) if environ.get("ASSISTANT_CONFIG") else None
     if config_path is None and (home / CONFIG_FILE_NAME).exists():
         config_path = home / CONFIG_FILE_NAME

@@ -243,8 +243,9 @@ class Recorder(TurnRecorder):
         """The turn failed unexpectedly: commit what it produced before it failed."""
         try:
             self.db.flush()
-        except StorageError:
-            log.exception("could not keep the failed turn's last steps")
+        except StorageError as exc:  # the message names the file; the stack is for -v
+            debug = log.isEnabledFor(logging.DEBUG)
+            log.error("could not keep the failed turn's last steps: %s", exc, exc_info=debug)
 
     def turn_started(self, turn: Turn) -> None:
         self.turn = turn

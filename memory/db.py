@@ -228,8 +228,9 @@ class Database:
                     return
             try:
                 self.flush()
-            except StorageError:
-                log.exception("could not commit deferred rows; retrying")
+            except StorageError as exc:  # the message names the file; the stack is for -v
+                debug = log.isEnabledFor(logging.DEBUG)
+                log.error("could not commit deferred rows (%s); retrying", exc, exc_info=debug)
 
     def update(self, sql: str, params: Sequence[object] = ()) -> int:
         """Run one UPDATE/DELETE in its own transaction; returns how many rows it changed."""
