@@ -257,3 +257,76 @@ def test_the_systemd_unit_restarts_the_daemon_on_failure() -> None:
     assert 1 <= float(service["RestartSec"].rstrip("s")) <= 60
     prevented = service.get("RestartPreventExitStatus", "").split()
     assert "1" not in prevented  # a daemon that lost a start-up race must come back
+
+
+# -- a full disk at the owner record (item 9) ---------------------------------------------------
+
+FULL_AT_PID = """
+import errno, os, pathlib, sys
+real_open, real_write_text = os.open, pathlib.Path.write_text
+def full(name):
+    if "assistant.pid" in os.fspath(name):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.fspath(name))
+def write_text(self, *args, **kwargs):
+    full(self)
+    return real_write_text(self, *args, **kwargs)
+def open_(path, *args, **kwargs):
+    if args and args[0] & os.O_WRONLY:
+        full(path)
+    return real_open(path, *args, **kwargs)
+pathlib.Path.write_text, os.open = write_text, open_
+from assistant.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _full_disk_cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ASSISTANT_"))}
+    return subprocess.run(
+        [sys.executable, "-c", FULL_AT_PID, *args],
+        capture_output=True,
+        text=True,
+        env={**env, "ASSISTANT_HOME": str(home)},
+        cwd=ROOT,
+        timeout=300,
+    )
+
+
+def test_a_full_disk_at_the_owner_record_is_one_warning_not_a_traceback(tmp_path: Path) -> None:
+    result = _full_disk_cli(tmp_path, "ask", "what is 15 + 27")
+    assert result.returncode == 0, result.stderr  # old code: OSError traceback, exit 1
+    assert "42" in result.stdout
+    assert "Traceback" not in result.stderr
+    [warning] = [line for line in result.stderr.splitlines() if "assistant.pid" in line]
+    assert "No space left on device" in warning
+
+
+def test_the_daemon_starts_with_a_full_disk_at_the_owner_record(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ASSISTANT_"))}
+    env.update(ASSISTANT_HOME=str(home), NO_PROXY="127.0.0.1,localhost,::1")
+    log = (tmp_path / "daemon.out").open("wb")
+    daemon = subprocess.Popen(
+        [sys.executable, "-c", FULL_AT_PID, "daemon"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        cwd=ROOT,
+    )
+    try:
+        polling.wait_for(
+            lambda: (home / "api.json").exists() or daemon.poll() is not None,
+            "the daemon to start",
+            180,
+            0.25,
+        )
+        output = (tmp_path / "daemon.out").read_text(encoding="utf-8")
+        assert daemon.poll() is None, output  # old code: exited with a traceback
+        assert "Traceback" not in output and "No space left on device" in output
+        status = run_cli(home, "status", "--json")
+        assert status.returncode == 0 and '"served_by": "daemon"' in status.stdout
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=120)
+        log.close()
