@@ -21,6 +21,7 @@ from assistant.outcome import TurnOutcome
 from assistant.remembering import MemoryService, VectorSpace
 from assistant.traces import Recorder, TraceStore
 from memory.db import Database
+from memory.errors import StorageError
 from memory.index import LazyVectors, Vectors
 from memory.lock import DataDirectoryLock, Owner
 from memory.redact import Redactor
@@ -202,6 +203,9 @@ class Assistant:
         )
         try:
             outcome = run_turn(turn)
+        except StorageError:  # reported as failed: none of it may land later
+            recorder.abandon()
+            raise
         except BaseException:
             recorder.save_what_ran()
             raise
