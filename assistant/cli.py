@@ -359,7 +359,13 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     from assistant.config import load_settings
     from assistant.daemon.process import run
 
-    return run(load_settings(), verbose=args.verbose)
+    code = run(load_settings(), verbose=args.verbose)
+    # Everything is closed and the lock released: skip the interpreter's teardown of
+    # chromadb, onnxruntime and numpy, which takes seconds (SIGTERM: out within 2 s).
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 # -- confirmations and traces -----------------------------------------------------------------
