@@ -155,9 +155,14 @@ class Assistant:
         vault = Vault(root, self.database)
         vectors = LazyVectors(lambda: self.space.collection("vault"))
         # The daemon's watcher keeps the index current; a one-off process refreshes it
-        # (changed notes only) before its first search.
+        # (changed notes only) before its first search. After a write, the index follows
+        # in the background: a tool never waits for the embedding model.
         index = VaultIndex(
-            vault, self.database, vectors, refresh_before_search=self.role != "daemon"
+            vault,
+            self.database,
+            vectors,
+            refresh_before_search=self.role != "daemon",
+            background=True,
         )
         return vault, index
 

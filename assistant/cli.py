@@ -478,7 +478,7 @@ def cmd_vault(args: argparse.Namespace) -> int:
         lines = [_hit_line(hit) for hit in hits]
         return _emit(args, hits, lines, empty="no note matches")
     if action == "index":
-        report = _call("vault_index", full=args.full)
+        report = _vault_index(args)
         lines = [f"{key}: {value}" for key, value in report.items()]
         return _emit(args, report, lines)
     if action == "status":
@@ -490,6 +490,18 @@ def cmd_vault(args: argparse.Namespace) -> int:
         lines.append(f"stopped: {result['stopped']}")
     _emit(args, result, lines, empty="nothing to undo")
     return EXIT_ERROR if result["stopped"] else 0
+
+
+def _vault_index(args: argparse.Namespace) -> dict[str, Any]:
+    """`vault index` with its progress: a bar on a terminal, phase counts with -v."""
+    from assistant.index_progress import IndexProgress
+
+    shown = IndexProgress(bar=sys.stderr.isatty() and not args.json, verbose=args.verbose)
+    with Backend() as backend, shown:
+        if backend.client is None:  # in this process: the index reports each step
+            return backend.call("vault_index", full=args.full, progress=shown.update)
+        with shown.polling(lambda: (backend.call("vault_status") or {}).get("indexing")):
+            return backend.call("vault_index", full=args.full)
 
 
 def _note_line(note: dict[str, Any]) -> str:

@@ -301,10 +301,22 @@ def _vault(services: Services) -> tuple[Any, Any]:
     return assistant.vault, assistant.vault_index
 
 
+_HINTS = {"candidates": "candidates", "did_you_mean": "did you mean", "headings": "headings"}
+
+
 def _refused(exc: Any) -> CommandError:
-    """A vault refusal (a path outside the vault, a missing note) as the CLI/API error."""
+    """A vault refusal (a path outside the vault, a missing note) as the CLI/API error,
+    with the tool's hints (the candidates of an ambiguous name, did-you-mean, the note's
+    headings) on the same line."""
     status = 404 if exc.code == "NOT_FOUND" else 400
-    return CommandError(exc.code, exc.detail, status)
+    extra = getattr(exc, "extra", None) or {}
+    hints = [
+        f"{label}: {', '.join(str(item) for item in extra[key][:12])}"
+        for key, label in _HINTS.items()
+        if isinstance(extra.get(key), list) and extra[key]
+    ]
+    message = exc.detail + (f" ({'; '.join(hints)})" if hints else "")
+    return CommandError(exc.code, message, status)
 
 
 def vault_list(
@@ -359,9 +371,11 @@ def vault_search(
         raise _refused(exc) from exc
 
 
-def vault_index(services: Services, full: bool = False) -> dict[str, Any]:
+def vault_index(
+    services: Services, full: bool = False, progress: Callable[..., None] | None = None
+) -> dict[str, Any]:
+    """`progress(phase, done, total)`: only in this process (the CLI's progress bar)."""
     _, index = _vault(services)
-    progress = getattr(services, "progress", None)
     return index.index_vault(full=full, progress=progress).as_dict()
 
 
