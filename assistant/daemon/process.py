@@ -107,7 +107,8 @@ class Daemon:
         limit = settings.daemon.model_concurrency
         throttled = ThrottledModel(model or build_model(settings), limit)
         # A CLI command holding the data directory is waited for (it says so), not a
-        # reason to exit; such commands yield to a daemon that waits (memory.lock).
+        # reason to exit; such commands yield to a daemon that waits (memory.lock). Another
+        # daemon is not short-lived: this one is refused at once, naming it.
         self.assistant = Assistant(
             settings,
             model=throttled,
@@ -115,6 +116,9 @@ class Daemon:
             vectors=vectors,
             role="daemon",
             lock_notice=log.warning,
+            lock_yield_to=lambda holder: (
+                holder is not None and holder.role == "daemon" and holder.alive
+            ),
         )
         try:
             if self._log_file:  # only the owner of the data directory writes its log
