@@ -135,14 +135,28 @@ def test_an_old_style_record_still_reads(tmp_path: Path) -> None:
 
 
 def test_parallel_in_process_commands_queue_for_the_lock(tmp_path: Path) -> None:
-    holder = _holder(tmp_path, "cli", 2)
+    holder = _holder(tmp_path, "cli", 600)
+    command = subprocess.Popen(
+        [sys.executable, "-m", "assistant", "memory", "list", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "ASSISTANT_HOME": str(tmp_path)},
+    )
     try:
-        result = run_cli(tmp_path, "memory", "list", "--json")
+        assert command.stderr is not None
+        notice = command.stderr.readline()  # old code: the refusal, and exit 1
+        assert f"in use by process {holder.pid} (cli); waiting up to" in notice
+        holder.terminate()  # the holder ends; the command takes its turn
+        out, err = command.communicate(timeout=300)
     finally:
-        holder.wait(timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert f"in use by process {holder.pid} (cli); waiting" in result.stderr
-    assert "Traceback" not in result.stderr
+        holder.kill()
+        holder.wait()
+        if command.poll() is None:
+            command.kill()
+            command.wait()
+    assert command.returncode == 0, err
+    assert out.strip() == "[]" and "Traceback" not in err
 
 
 def test_ten_parallel_in_process_asks_all_answer(tmp_path: Path) -> None:
@@ -172,12 +186,34 @@ def _daemon(tmp_path: Path) -> DaemonProcess:
     return DaemonProcess(home, make_vault(tmp_path / "vault"))
 
 
+def _spawn_waiting(daemon: DaemonProcess) -> None:
+    """Start the daemon's process and return once it waits for the lock."""
+    daemon.starts += 1
+    with daemon.log_path.open("wb") as log:
+        daemon.proc = subprocess.Popen(
+            [sys.executable, "-m", "assistant", "daemon"],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=daemon.env,
+        )
+
+    def waiting() -> bool:
+        assert daemon.proc is not None
+        if daemon.proc.poll() is not None:  # old code: exit 1, "in use by process N (cli)"
+            pytest.fail(f"the daemon exited with {daemon.proc.returncode}:\n{daemon.stderr()}")
+        return (daemon.home / WANTED_NAME).exists()
+
+    polling.wait_for(waiting, "the daemon to wait for the lock", 180, 0.1)
+
+
 def test_the_daemon_waits_for_a_command_then_commands_go_through_it(tmp_path: Path) -> None:
     daemon = _daemon(tmp_path)
-    holder = _holder(daemon.home, "cli", 8)
+    holder = _holder(daemon.home, "cli", 600)
     try:
-        daemon.start()  # old code: exited 1, "in use by process N (cli)"
-        # meanwhile (the holder had it) a command found the daemon waiting and went through it
+        _spawn_waiting(daemon)
+        holder.terminate()  # the command ends
+        polling.wait_for(daemon._published, "the daemon to publish api.json", 180, 0.25)
         assert "waiting up to" in daemon.stderr() and f"process {holder.pid}" in daemon.stderr()
         status = daemon.cli_json("status")
         assert status["served_by"] == "daemon" and status["daemon"]["pid"] == daemon.pid
@@ -189,23 +225,23 @@ def test_the_daemon_waits_for_a_command_then_commands_go_through_it(tmp_path: Pa
 
 def test_a_command_during_the_daemons_wait_goes_through_the_daemon(tmp_path: Path) -> None:
     daemon = _daemon(tmp_path)
-    holder = _holder(daemon.home, "cli", 6)
+    holder = _holder(daemon.home, "cli", 600)
     try:
-        daemon.starts += 1
-        with daemon.log_path.open("wb") as log:
-            daemon.proc = subprocess.Popen(
-                [sys.executable, "-m", "assistant", "daemon"],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=daemon.env,
-            )
-        polling.wait_for(
-            lambda: (daemon.home / WANTED_NAME).exists(), "the daemon to wait", 120, 0.1
+        _spawn_waiting(daemon)
+        command = subprocess.Popen(
+            [sys.executable, "-m", "assistant", "status", "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=daemon.env,
         )
-        result = daemon.cli("status", "--json")  # old code: "in use by process N (cli)"
-        assert result.returncode == 0, result.stderr
-        assert '"served_by": "daemon"' in result.stdout
+        assert command.stderr is not None
+        notice = command.stderr.readline()  # old code: "in use by process N (cli)", exit 1
+        assert f"waiting for the daemon (pid {daemon.pid})" in notice
+        holder.terminate()
+        out, err = command.communicate(timeout=300)
+        assert command.returncode == 0, err
+        assert '"served_by": "daemon"' in out
     finally:
         holder.kill()
         holder.wait()
