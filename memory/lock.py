@@ -179,7 +179,7 @@ class DataDirectoryLock:
         self._make_home()
         deadline = time.monotonic() + wait_s
         started = time.monotonic()
-        told: Owner | None = None
+        told: Owner | bool | None = False  # the holder last named in a notice
         try:
             while not self._try_lock():
                 owner = read_record(self.home / PID_NAME)
@@ -189,9 +189,10 @@ class DataDirectoryLock:
                     raise DataDirectoryBusy(self.home, pid, role, time.monotonic() - started)
                 if self.role == "daemon" and not self._wanted:
                     self._want()
-                if notice is not None and owner != told and owner is not None:
+                if notice is not None and owner != told:
+                    who = owner.describe() if owner is not None else "another process"
                     notice(
-                        f"the data directory {self.home} is in use by {owner.describe()}; "
+                        f"the data directory {self.home} is in use by {who}; "
                         f"waiting up to {wait_s:.0f} s for it"
                     )
                     told = owner
