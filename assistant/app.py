@@ -128,9 +128,16 @@ class Assistant:
             from tools.vault import vault_tools
 
             registered += vault_tools(self.vault, self.vault_index)
-        self.registry = ToolRegistry(registered)
+        from assistant.extensions import mcp_sources, plugin_tools
+
+        self.plugins: list[Any] = []
+        if tools is None:
+            found, self.plugins = plugin_tools({t.name for t in registered})
+            registered += found
+        self.registry = ToolRegistry(registered, sources=mcp_sources(settings))
         self.pending = PendingActions(self.database)
         limits = settings.loop
+        sequential = threading.Lock()  # sequential tools never overlap, turn or MCP client
         self.runner = ToolRunner(
             self.registry,
             result_budget=limits.result_budget_chars,
@@ -139,6 +146,18 @@ class Assistant:
             cache_ttl_s=limits.cache_ttl_s,
             pending=self.pending,
             redact=self.redactor.data if safety.redact_tool_results else None,
+            sequential_lock=sequential,
+        )
+        # Calls from MCP clients (X1): the same tools and confirmations, a larger result.
+        self.served_runner = ToolRunner(
+            self.registry,
+            result_budget=settings.mcp.serve_result_chars,
+            default_timeout_s=limits.tool_timeout_s,
+            workers=limits.parallel_tools,
+            cache_ttl_s=0,
+            pending=self.pending,
+            redact=self.redactor.data if safety.redact_tool_results else None,
+            sequential_lock=sequential,
         )
 
     def _open_vault(self) -> tuple[Any, Any]:
@@ -165,6 +184,13 @@ class Assistant:
             background=True,
         )
         return vault, index
+
+    def _offline_groups(self) -> list[str] | None:
+        """The offline planner never calls a foreign tool: offering them would only start
+        every configured MCP server for nothing."""
+        if not self.registry.sources:
+            return None
+        return sorted({tool.group for tool in self.registry.registered()})
 
     @property
     def offline(self) -> bool:
@@ -205,6 +231,7 @@ class Assistant:
             temperature=self.settings.model.temperature,
             cancel=cancel,
             unattended=unattended,
+            tool_groups=self._offline_groups() if self.offline else None,
         )
         try:
             outcome = run_turn(turn)
@@ -231,6 +258,9 @@ class Assistant:
 
     def close(self) -> None:
         try:
+            from assistant.extensions import close_sources
+
+            close_sources(self.registry)
             if self.memory is not None:
                 self.memory.store.close()
             if self.vault_index is not None:

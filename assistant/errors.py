@@ -58,12 +58,27 @@ class ModelServerError(ModelError):
 
 
 class ModelRequestError(ModelError):
-    """The endpoint rejected the request (bad key, unknown model, bad payload)."""
+    """The endpoint rejected the request (bad key, unknown model, bad payload); `status`
+    is the HTTP status when the server sent one."""
 
     code = "MODEL_REQUEST_REJECTED"
+    status: int | None = None
 
 
 class ModelReplyError(ModelError):
     """The endpoint answered with something that is not a usable chat completion."""
 
     code = "MODEL_BAD_REPLY"
+
+
+class ModelContextOverflow(ModelRequestError):
+    """The request does not fit the model's context window (the server said so, or our
+    estimate against `[model] context_window` did): compress and try once more."""
+
+    code = "MODEL_CONTEXT_OVERFLOW"
+
+
+class ModelEmptyReply(ModelReplyError):
+    """The model answered nothing, even when asked again without tools."""
+
+    code = "MODEL_EMPTY_REPLY"

@@ -15,6 +15,8 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, create_model, model_validator
 
+from tools.schema_subset import make_portable
+
 
 class ToolError(Exception):
     """A failure the model should see as data: `{"error": code, "detail": detail}`."""
@@ -112,15 +114,22 @@ class Tool:
     takes_context: bool = False
     spread_args: bool = False
     preview: Callable[[BaseModel, ToolContext], ActionPreview] | None = None
+    # Where the tool comes from ("built-in", "plugin NAME", "mcp SERVER"), for `assistant
+    # tools` and status; and a group that overrides the name prefix (an MCP server's tools,
+    # `mcp_git_git_log`, form the group `mcp_git`, not one `mcp` group for every server).
+    origin: str = "built-in"
+    group_name: str | None = None
 
     @property
     def group(self) -> str:
         """Tools are grouped by the prefix before the first underscore (`vault_read`)."""
-        return self.name.split("_", 1)[0]
+        return self.group_name or self.name.split("_", 1)[0]
 
     @cached_property
     def parameters_schema(self) -> dict[str, Any]:
-        schema = _strip_titles(self.args_model.model_json_schema())
+        """The argument model's schema in the portable subset grammar-based servers take
+        (`tools.schema_subset`); pydantic still enforces every dropped limit."""
+        schema = make_portable(_strip_titles(self.args_model.model_json_schema()))
         schema.setdefault("properties", {})
         return schema
 

@@ -114,7 +114,10 @@ class ToolRunner:
         pending: PendingActions | None = None,
         redact: Callable[[Any], Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        sequential_lock: threading.Lock | None = None,
     ) -> None:
+        """`sequential_lock` is shared by runners over the same tools (the loop's and the
+        one serving MCP clients), so sequential tools never overlap across them."""
         self.registry = registry
         self.pending = pending
         self.redact = redact
@@ -123,7 +126,7 @@ class ToolRunner:
         self.cache_ttl_s = cache_ttl_s
         self._clock = clock
         self._pool = WorkerPool(workers)
-        self._sequential = threading.Lock()
+        self._sequential = sequential_lock or threading.Lock()
         self._memo_lock = threading.Lock()
         self._cache: dict[str, tuple[float, Any]] = {}
         self._writes: dict[str, tuple[float, Any]] = {}
