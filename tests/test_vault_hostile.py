@@ -155,3 +155,20 @@ def test_a_self_referencing_alias_and_a_huge_block_are_refused() -> None:
     assert "over the limit" in (refused.frontmatter_error or "") and refused.body == "body\n"
     fine = parse_note("Fine.md", "---\nbase: &b {x: 1}\nother: *b\n---\n")
     assert fine.frontmatter == {"base": {"x": 1}, "other": {"x": 1}}
+
+
+def test_watcher_events_for_an_undecodable_name_or_a_fifo_never_crash(
+    tmp_path: Path, vault_root: Path
+) -> None:
+    raw = os.fsencode(vault_root) + b"/Na\xefve.md"
+    with open(raw, "wb") as handle:
+        handle.write(b"# x\n")
+    _, index = _open(tmp_path, vault_root)
+    path = os.fsdecode(raw)  # what a file watcher reports
+    assert index.index_note(path).skipped == 1
+    assert index.remove_note(path).removed == 0
+    settings = vault_root / ".obsidian" / "daily-notes.json"
+    settings.unlink()
+    os.mkfifo(settings)  # Obsidian's settings file, as a FIFO
+    reopened = _bounded(lambda: Vault(vault_root, Database(tmp_path / "b.db")))
+    assert reopened.daily_folder

@@ -452,12 +452,12 @@ class ToolRunner:
             detail = f"{call.name} was stopped: the turn's time budget ran out"
         else:
             detail = f"{call.name} did not finish within {seconds:g} s"
-        if unwritten or call.tool.read_only:
+        if call.tool.read_only:
+            detail += "; nothing was changed"
+        elif unwritten:
             detail += (
-                "; nothing was changed"
-                if call.tool.read_only
-                else "; it had not begun writing, "
-                "so nothing was changed and nothing will be (retrying is safe)"
+                "; it had not begun writing, so nothing was changed and nothing will be "
+                "(retrying is safe)"
             )
         payload = {"error": "TIMEOUT", "detail": detail}
         return self._outcome(call, "TIMEOUT", payload, (self._clock() - job.started_at) * 1000)

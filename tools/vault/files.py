@@ -40,6 +40,7 @@ from tools.vault.notes import (
     NotANote,
     Note,
     backlinks,
+    head_reason,
     moment_format,
     name_problem,
     note_title,
@@ -56,6 +57,7 @@ TEMP_SUFFIX = ".vault-tmp"
 OWN_WRITE_TTL_S = 120.0
 OWN_WRITES_KEPT = 1024
 DIFF_MAX_LINES = 400
+PARSED_KEPT = 2000
 _LONE_LF = re.compile(r"(?<!\r)\n")
 
 
@@ -242,8 +244,9 @@ def unified_diff(
 
 
 def _read_json(path: Path) -> dict[str, Any]:
+    """Obsidian's settings, if readable: a regular file only (never blocks on a FIFO)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_note_bytes(path, max_bytes=1 << 20).decode("utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -286,6 +289,7 @@ class VaultFiles:
         self.own_write_ttl_s = own_write_ttl_s
         self._lock = threading.RLock()
         self._own: OrderedDict[str, OwnWrite] = OrderedDict()
+        self._parsed: OrderedDict[str, tuple[str, Note]] = OrderedDict()
         self._listeners: list[Callable[[VaultEvent], None]] = []
 
     def __repr__(self) -> str:
@@ -349,6 +353,16 @@ class VaultFiles:
                     FileInfo(rel, path, stat.st_mtime, stat.st_mtime_ns, stat.st_size)
                 )
         return found
+
+    def signature(self) -> tuple[tuple[str, int, int], ...]:
+        """Every file's (path, mtime, size): equal signatures, the same vault as far as a
+        plan can tell (a plan also checks each file's bytes when it is applied)."""
+        found = []
+        for rel, path in self.iter_files():
+            with suppress(OSError):
+                stat = path.stat()
+                found.append((rel, stat.st_mtime_ns, stat.st_size))
+        return tuple(found)
 
     def note_paths(self) -> list[str]:
         return [info.path for info in self.scan().notes]
@@ -455,31 +469,40 @@ class VaultFiles:
         return found
 
     def note_files(self, *, undecodable: bool = False) -> list[tuple[str, NoteFile]]:
-        """Every note's bytes, unparsed (see `parse_all_files`)."""
-        scan = self.scan()
-        infos = [(info, True) for info in scan.notes]
-        if undecodable:
-            infos += [
-                (FileInfo(skipped.path, self.root / skipped.path, 0.0, 0, 0), False)
-                for skipped in scan.skipped
-                if skipped.reason == NOT_UTF8_REASON
-            ]
+        """Every note's bytes, unparsed (see `parse_all_files`); each file is read once
+        and judged by its bytes as `scan` would judge it."""
         found = []
-        for info, listed in infos:
+        for info in self.scan(peek=False).notes:
             try:
-                file = NoteFile.of(read_note_bytes(info.abs, max_bytes=self.max_bytes))
+                data = read_note_bytes(info.abs, max_bytes=self.max_bytes)
             except OSError:
                 continue
-            found.append((info.path, file if listed else replace(file, listed=False)))
+            reason = head_reason(data)
+            if reason is None:
+                found.append((info.path, NoteFile.of(data)))
+            elif undecodable and reason == NOT_UTF8_REASON:
+                found.append((info.path, replace(NoteFile.of(data), listed=False)))
         return found
 
-    @staticmethod
-    def parse_file(rel: str, file: NoteFile) -> Note | None:
+    def parse_file(self, rel: str, file: NoteFile) -> Note | None:
+        """The note parsed, from a small cache by content: a move's confirmation plans
+        again from the same notes its preview parsed a moment before."""
+        digest = bytes_hash(file.data)
+        with self._lock:
+            cached = self._parsed.get(rel)
+            if cached is not None and cached[0] == digest:
+                self._parsed.move_to_end(rel)
+                return cached[1]
         try:
-            return parse_note(rel, file.text)
+            note = parse_note(rel, file.text)
         except Exception:  # one odd note never stops the others
             log.warning("vault: cannot parse %s", rel, exc_info=True)
             return None
+        with self._lock:
+            self._parsed[rel] = (digest, note)
+            while len(self._parsed) > PARSED_KEPT:
+                self._parsed.popitem(last=False)
+        return note
 
     def backlinks(self, path: str) -> list[Backlink]:
         target = self.locate(path).rel

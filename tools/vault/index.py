@@ -6,6 +6,13 @@ and its content hash, so re-indexing a changed note adds only chunks whose text 
 drops the ones that are gone; an unchanged note (same size and mtime) is not even read.
 Renames and deletes remove every chunk of the old path. Files that are not notes are
 recorded with the reason they were skipped.
+
+The content hash is of the chunk's text as a reader sees it (links as their words): a
+chunk whose only change is where a link points keeps its id and its vector; only its
+stored text and full-text terms are rewritten. A whole-vault run is two passes, full text
+first and vectors after, so search answers before the embedding model is done. With
+`background`, the index follows the vault's writes on a thread of its own: a write (and
+the tool that made it) never waits for the model; `pending()` says what is still queued.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ from tools.vault.store import Vault, VaultEvent
 log = logging.getLogger(__name__)
 
 EMBED_BATCH = 256
+BACKGROUND_BATCH = 32
 SEARCH_MAX_CANDIDATES = 2000
 SNIPPET_CHARS = 180
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -289,6 +297,12 @@ class VaultIndex:
             rel = self._relative(path)
             if rel is None:
                 return report
+            if name_problem(rel):  # SQLite cannot hold such a name: record it readably
+                self.database.write(
+                    SKIPPED_INSERT, (readable_name(rel), name_problem(rel), time.time())
+                )
+                report.skipped += 1
+                return report
             statements = self._note_statements(rel, report, pending)
             self.database.write_many(statements)
             self._flush(pending, report)
@@ -302,6 +316,8 @@ class VaultIndex:
             rel = self.vault.jail.relative(path)
             if rel is None or rel in ("", "."):
                 return report
+            if name_problem(rel):
+                rel = readable_name(rel)  # how it was recorded when skipped
             found = self.database.query(
                 "SELECT path FROM vault_notes WHERE path = ? OR path LIKE ? ESCAPE '\\' "
                 "UNION SELECT path FROM vault_chunks WHERE path = ?",
@@ -562,20 +578,30 @@ class VaultIndex:
                     self.index.unembed(pending.unembed)
                 total = len(pending.ids)
                 self._phase("vectors", 0, total, progress)
-                for first in range(0, total, EMBED_BATCH):
+                # in the background, small batches: closing waits for one batch at most
+                size = (
+                    BACKGROUND_BATCH
+                    if threading.current_thread() is self._vector_thread
+                    else (EMBED_BATCH)
+                )
+                for first in range(0, total, size):
+                    if self._closing:
+                        return  # vectors_dirty stays set: the next run embeds the rest
                     batch = _Pending(
-                        pending.ids[first : first + EMBED_BATCH],
-                        pending.texts[first : first + EMBED_BATCH],
+                        pending.ids[first : first + size], pending.texts[first : first + size]
                     )
                     self._flush(batch, report)
-                    self._phase("vectors", min(first + EMBED_BATCH, total), total, progress)
+                    self._phase("vectors", min(first + size, total), total, progress)
                 if repair or self._vectors_failed(report):
                     report.repaired = self._repair(full=False)
                     report.embedded += report.repaired.get("added", 0)
                 if not self._vectors_failed(report) and "failed" not in report.repaired:
                     self._set_state("vectors_dirty", None)
         except Exception:  # full text still works; the next run repairs the vectors
-            log.exception("vault: embedding the index failed")
+            if self._closing:  # the process is ending under it: the next run repairs
+                log.debug("vault: embedding stopped at close", exc_info=True)
+            else:
+                log.exception("vault: embedding the index failed")
         finally:
             report.seconds = round(time.perf_counter() - started, 3)
             self._phase("idle", 0, 0, None)
@@ -634,10 +660,10 @@ class VaultIndex:
         """Finish the background updates (for at most `drain_s`: what is left, the next
         run finds by its changed mtime), then close."""
         self.wait_idle(drain_s)
-        self.wait_for_vectors(drain_s)
         with self._queue:
             self._closing = True
             self._queue.notify_all()
+        self.wait_for_vectors(drain_s)
         self.index.close()
 
     def search(

@@ -48,13 +48,14 @@ from tools.vault.files import (
     remove_folders,
 )
 from tools.vault.jail import VaultPath
+from tools.vault.notes import read_note_bytes
 from tools.vault.plans import Change, check_preview
 
 log = logging.getLogger(__name__)
 
 JOURNAL_KEEP = 500
 PARALLEL_FROM = 8  # a write of this many files or more is written by several threads
-WRITE_THREADS = 8
+WRITE_THREADS = 16
 RECOVERIES_SHOWN = 10
 
 migrations = Migrations("vault_journal")
@@ -419,10 +420,7 @@ class Journal:
                 if not os.path.samefile(old, new):
                     os.unlink(new)
             return
-        try:
-            current: bytes | None = old.read_bytes()
-        except FileNotFoundError:
-            current = None
+        current = self._bytes(old)
         if current == change.before:
             return  # the write never reached the file
         if change.before is None:
@@ -675,10 +673,9 @@ class Journal:
             raise ValueError(f"{rel!r} leads outside the vault")
         return path
 
-    @staticmethod
-    def _bytes(path: Path) -> bytes | None:
+    def _bytes(self, path: Path) -> bytes | None:
         try:
-            return path.read_bytes()
+            return read_note_bytes(path, max_bytes=max(self.files.max_bytes, 1 << 30))
         except FileNotFoundError:
             return None
 

@@ -790,9 +790,16 @@ def skip_reason(
     if not peek:
         return None
     try:
-        head = read_note_bytes(path, max_bytes=max_bytes)[:8192]
+        return head_reason(read_note_bytes(path, max_bytes=max_bytes))
     except NotANote as exc:
         return str(exc)
+
+
+def head_reason(data: bytes) -> str | None:
+    """Why a markdown file's bytes are not a note, judged by the first 8 KiB: binary
+    (NUL bytes) or not UTF-8 there. Odd bytes further on keep it a note (one that is
+    never rewritten)."""
+    head = data[:8192]
     if b"\x00" in head:
         return "binary content (NUL bytes)"
     try:

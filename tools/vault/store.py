@@ -10,6 +10,7 @@ interrupted is completed or rolled back, and stray temp files are removed.
 from __future__ import annotations
 
 import datetime as dt
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,8 @@ from tools.vault.journal import (
 )
 from tools.vault.notes import DEFAULT_MAX_BYTES
 from tools.vault.plans import Change, plan_state
+
+MOVE_PLANS_KEPT = 8
 
 __all__ = [
     "TEMP_SUFFIX",
@@ -79,6 +82,9 @@ class Vault(VaultFiles):
         self.database = database
         self.journal_keep = journal_keep
         self.writes = Journal(self, database, journal_keep=journal_keep)
+        self._move_plans: OrderedDict[tuple[str, str, bool], tuple[Any, tuple[Change, ...]]] = (
+            OrderedDict()
+        )
         self.recovered = self.writes.recover() if recover else RecoveryReport()
 
     # -- planning (nothing touches the disk) -------------------------------------------------
@@ -98,7 +104,21 @@ class Vault(VaultFiles):
         return plans.plan_delete(self, path)
 
     def plan_move(self, path: str, new_path: str, *, update_links: bool = True) -> list[Change]:
-        return plans.plan_move(self, path, new_path, update_links=update_links)
+        """A move's plan. The plan its preview made is reused when no file of the vault
+        changed since (same paths, sizes and mtimes): a confirmation does not parse the
+        vault again, so it returns at once whatever the number of backlinks."""
+        key = (path, new_path, update_links)
+        signature = self.signature()
+        with self._lock:
+            cached = self._move_plans.get(key)
+        if cached is not None and cached[0] == signature:
+            return list(cached[1])
+        changes = plans.plan_move(self, path, new_path, update_links=update_links)
+        with self._lock:
+            self._move_plans[key] = (signature, tuple(changes))
+            while len(self._move_plans) > MOVE_PLANS_KEPT:
+                self._move_plans.popitem(last=False)
+        return changes
 
     def plan_template(
         self, template: str, path: str, *, variables: dict[str, str] | None = None

@@ -366,8 +366,8 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         replaces an existing note: if the path is taken it fails, and you should append
         (vault_append) or ask the user before overwriting. Tell the user the path.
         """
-        refuse_placeholder_name(args.path)
         watch_writes()
+        refuse_placeholder_name(args.path)
         content = _with_frontmatter(args.content, args.frontmatter)
         result = _apply(vault.plan_create(args.path, content), actor=context.session or None)
         return _written(result, "created")
