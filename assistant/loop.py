@@ -18,6 +18,14 @@ from typing import Any
 
 from assistant.config import LoopLimits
 from assistant.errors import ModelCancelled, ModelContextOverflow, ModelEmptyReply, ModelError
+from assistant.events import (
+    RequestStarted,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnObserver,
+    TurnStopped,
+)
 from assistant.grounding import check_answer, corrective_note
 from assistant.integrity import (
     RUNTIME_NOTE,
@@ -102,6 +110,7 @@ class Turn:
     tool_groups: Collection[str] | None = None
     unattended: bool = False
     clock: Callable[[], float] = time.monotonic
+    observer: TurnObserver | None = None  # sees the turn's events as they happen
 
 
 class TurnBudget:
@@ -181,7 +190,7 @@ def run_turn(turn: Turn) -> TurnOutcome:
             effects = any(c.has_effects for c in calls)
             state.append(reply.message, durable=effects)
             refusals = [reason for call in calls if (reason := budget.admit(call))]
-            outcomes = turn.runner.run(calls, state.context_for, budget.deadline)
+            outcomes = state.run_tools(calls)
             state.append(
                 *(
                     {"role": "tool", "tool_call_id": o.call_id, "content": o.content}
@@ -231,11 +240,22 @@ class _TurnState:
             unattended=turn.unattended,
         )
 
-    def request(self, tools: list[dict[str, Any]] | None) -> ModelReply:
+    def run_tools(self, calls: list[PreparedCall]) -> list[CallOutcome]:
+        observer = self.turn.observer
+        if observer is not None:
+            for call in calls:
+                observer(ToolStarted(call.name, call.call_id))
+        outcomes = self.turn.runner.run(calls, self.context_for, self.budget.deadline)
+        if observer is not None:
+            for done in outcomes:
+                observer(ToolFinished(done.name, done.call_id, done.status, done.duration_ms))
+        return outcomes
+
+    def request(self, tools: list[dict[str, Any]] | None, purpose: str = "turn") -> ModelReply:
         """One model request; a context-length refusal compacts the request once and
         asks again."""
         try:
-            return self._request(tools)
+            return self._request(tools, purpose)
         except ModelContextOverflow:
             if self.compacted or self.budget.requests >= self.turn.limits.max_requests:
                 raise
@@ -243,12 +263,19 @@ class _TurnState:
             own = len(self.messages) - self.turn_start
             self.messages = compacted(self.messages, self.turn_start)
             self.turn_start = len(self.messages) - own
-            return self._request(tools)
+            return self._request(tools, purpose)
 
-    def _request(self, tools: list[dict[str, Any]] | None) -> ModelReply:
+    def _request(self, tools: list[dict[str, Any]] | None, purpose: str) -> ModelReply:
         index = self.budget.requests
         self.budget.requests += 1
         self.turn.recorder.before_request(index, self.messages)
+        observer, streaming = self.turn.observer, dict[str, Any]()
+        gate: _EchoGate | None = None
+        if observer is not None:
+            observer(RequestStarted(index, len(tools or ()), purpose))
+            streaming["on_delta"] = lambda text: observer(TextDelta(text, index))
+            if self.notes:  # the reply may echo a note: it streams a line at a time
+                gate = streaming["on_delta"] = _EchoGate(streaming["on_delta"], self.notes)
         started = time.perf_counter()
         try:
             reply = _complete(
@@ -256,11 +283,14 @@ class _TurnState:
                 self.messages,
                 tools or None,
                 timeout_s=max(self.budget.remaining_s(), 1.0),
+                **streaming,
             )
         except ModelError as exc:
             duration = (time.perf_counter() - started) * 1000
             self.turn.recorder.request(index, self.messages, _names(tools), None, exc, duration)
             raise
+        if gate is not None:
+            gate.flush()
         duration = (time.perf_counter() - started) * 1000
         self.turn.recorder.request(index, self.messages, _names(tools), reply, None, duration)
         self.usage = Usage(
@@ -281,7 +311,7 @@ class _TurnState:
         answer = self.usable(reply)
         if not answer and self.budget.requests < self.turn.limits.max_requests:
             try:
-                answer = self.usable(self.request(None))
+                answer = self.usable(self.request(None, purpose="retry"))
             except ModelCancelled:
                 raise
             except ModelError:
@@ -315,7 +345,7 @@ class _TurnState:
         self.messages.append({"role": "assistant", "content": answer})
         self.messages.append({"role": "user", "content": note})
         try:
-            reply = self.request(None)
+            reply = self.request(None, purpose="check")
         except ModelError:
             return answer
         finally:
@@ -340,7 +370,7 @@ class _TurnState:
         self.append({"role": "user", "content": note}, persist=False)
         error: ModelError | None = None
         try:
-            answer = self.usable(self.request(None))
+            answer = self.usable(self.request(None, purpose="wrap_up"))
         except ModelError as exc:
             answer, error = "", exc
         self.messages.pop()
@@ -375,19 +405,30 @@ class _TurnState:
             truncated=self.truncated,
         )
         self.turn.recorder.turn_finished(outcome)
+        if self.turn.observer is not None:
+            self.turn.observer(TurnStopped(stop.value, answer, outcome.stop_detail))
         return outcome
 
 
 def _complete(
-    turn: Turn, messages: list[Message], tools: list[dict[str, Any]] | None, timeout_s: float
+    turn: Turn,
+    messages: list[Message],
+    tools: list[dict[str, Any]] | None,
+    timeout_s: float,
+    on_delta: Callable[[str], None] | None = None,
 ) -> ModelReply:
     """One model request. A turn that can be cancelled (the daemon's) makes it in a helper
     thread and stops waiting the moment it is cancelled, so a stop (SIGTERM) never waits
-    for a slow endpoint; the abandoned request ends by its own timeout, its reply unused."""
-    options = {"temperature": turn.temperature, "timeout_s": timeout_s}
+    for a slow endpoint; the abandoned request ends by its own timeout, its reply unused,
+    and its streamed text no longer passed on."""
+    options: dict[str, Any] = {"temperature": turn.temperature, "timeout_s": timeout_s}
     cancel = turn.cancel
     if cancel is None:
+        if on_delta is not None:
+            options["on_delta"] = on_delta
         return turn.model.complete(messages, tools, **options)
+    if on_delta is not None:
+        options["on_delta"] = lambda text: None if cancel.is_set() else on_delta(text)
     answer: Future[ModelReply] = Future()
     snapshot = list(messages)  # the turn goes on with its own list after a cancel
 
@@ -404,6 +445,28 @@ def _complete(
     if answer.done():
         return answer.result()
     raise ModelCancelled("the turn was cancelled while the model was answering")
+
+
+class _EchoGate:
+    """Streamed text, passed on a line at a time minus the lines that echo our internal
+    notes, the same lines `without_internal_notes` takes out of the stored answer."""
+
+    def __init__(self, emit: Callable[[str], None], notes: Sequence[str]) -> None:
+        self.emit, self.notes, self.line = emit, notes, ""
+
+    def __call__(self, text: str) -> None:
+        *lines, self.line = (self.line + text).split("\n")
+        for line in lines:
+            self._pass(line + "\n")
+
+    def flush(self) -> None:
+        line, self.line = self.line, ""
+        if line:
+            self._pass(line)
+
+    def _pass(self, line: str) -> None:
+        if not line.strip() or without_internal_notes(line, self.notes):
+            self.emit(line)
 
 
 def _names(tools: Sequence[dict[str, Any]] | None) -> list[str]:

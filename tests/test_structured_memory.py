@@ -186,3 +186,51 @@ def test_calc_tool_still_works_with_memory_on(assistant, server):
     server.script(calls(("calc_evaluate", {"expression": "40+49"})), completion("89"))
     assert assistant.ask("40+49?").answer == "89"
     assert calc_evaluate.name == "calc_evaluate"
+
+
+def test_only_conclusions_above_the_relevance_floor_enter_the_context(tmp_path):
+    offline = Assistant(load_settings())
+    try:
+        store = offline.memory.store
+        store.remember("My dentist is Dr. Li at the Rue Verte clinic.", subject="dentist")
+        store.remember("The user prefers aisle seats on long flights.", kind="preference")
+        for junk in ("vault_create", "The user said hello.", "..."):  # stored before the rule
+            store.remember(junk, kind="note")
+        dentist = [c.text for c in offline.memory.relevant("Who is my dentist?")]
+        assert dentist[0] == "My dentist is Dr. Li at the Rue Verte clinic."
+        assert not {"vault_create", "..."} & set(dentist)
+        unrelated = offline.memory.relevant("Compute 12 times 7 for me")
+        assert [c.text for c in unrelated if c.kind == "note"] == []
+    finally:
+        offline.close()
+
+
+def test_a_one_shot_ask_prints_no_pydantic_dump_on_stderr(server, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    def reply(body: dict[str, Any]) -> Any:
+        if body["messages"][0]["content"] == EXTRACTION_PROMPT:
+            return completion('{"conclusions": [{"kind": "belief"}, {"text": 5, "tags": "x"}]}')
+        return completion("Noted: Dr. Li.")
+
+    server.script(*[reply] * 4)
+    env = {
+        **os.environ,
+        "ASSISTANT_HOME": str(tmp_path),
+        "OPENAI_BASE_URL": server.base_url,
+        "OPENAI_API_KEY": "test",
+        "ASSISTANT_MODEL": "fake-model",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "assistant", "ask", "Remember that my dentist is Dr. Li."],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Noted: Dr. Li." in done.stdout
+    assert "validation error" not in done.stderr and "input_value" not in done.stderr
+    assert len([line for line in done.stderr.splitlines() if line.strip()]) <= 2
