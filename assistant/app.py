@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from assistant.config import Settings
@@ -22,8 +22,9 @@ from assistant.outcome import StopReason, TurnOutcome
 from assistant.remembering import MemoryService, VectorSpace
 from assistant.traces import Recorder, TraceStore
 from memory.db import Database
+from memory.errors import StorageError
 from memory.index import LazyVectors, Vectors
-from memory.lock import DataDirectoryLock
+from memory.lock import DataDirectoryLock, Owner
 from memory.redact import Redactor
 from memory.working import WorkingMemory
 from tools.arguments import replace_surrogates
@@ -82,10 +83,14 @@ class Assistant:
         tools: Iterable[Tool] | None = None,
         vectors: Vectors | None = None,
         role: str = "cli",
+        lock_notice: Callable[[str], None] | None = None,
+        lock_yield_to: Callable[[Owner | None], bool] | None = None,
     ) -> None:
         self.settings = settings
         self.role = role
-        self.lock = DataDirectoryLock(settings.home, role).acquire()
+        self.lock = DataDirectoryLock(settings.home, role).acquire(
+            settings.daemon.lock_wait_s, notice=lock_notice, yield_to=lock_yield_to
+        )
         try:
             self._open(model, tools, vectors)
         except BaseException:
@@ -261,6 +266,9 @@ class Assistant:
         )
         try:
             outcome = run_turn(turn)
+        except StorageError:  # reported as failed: none of it may land later
+            recorder.abandon()
+            raise
         except BaseException:
             recorder.save_what_ran()
             raise

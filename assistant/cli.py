@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -23,6 +24,17 @@ from assistant import __version__
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report a SIGINT
+
+
+def _positive(text: str) -> int:
+    """A count (-k, --limit, n): a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -49,7 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     memory_commands = memory.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
     search = memory_commands.add_parser("search", help="hybrid search of conclusions")
     search.add_argument("query", nargs="+")
-    search.add_argument("-k", type=int, default=10, help="how many (default 10)")
+    search.add_argument("-k", type=_positive, default=10, help="how many (default 10)")
     search.add_argument("--kind", choices=["fact", "preference", "decision", "note"])
     search.add_argument("--tag")
     search.add_argument("--all", action="store_true", help="include superseded and retired")
@@ -59,7 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument(
         "--status", default="active", choices=["active", "superseded", "retired", "all"]
     )
-    listing.add_argument("--limit", type=int, default=50)
+    listing.add_argument("--limit", type=_positive, default=50)
     listing.add_argument("--json", action="store_true")
     show = memory_commands.add_parser("show", help="one conclusion with its history")
     show.add_argument("id")
@@ -87,7 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     vlist.add_argument("folder", nargs="?", help="a folder of the vault (default: all)")
     vlist.add_argument("--tag")
     vlist.add_argument("--recent", action="store_true", help="most recently changed first")
-    vlist.add_argument("--limit", type=int, default=100)
+    vlist.add_argument("--limit", type=_positive, default=100)
     vlist.add_argument("--json", action="store_true")
     vread = vault_commands.add_parser("read", help="print a note (or one heading's section)")
     vread.add_argument("path")
@@ -95,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
     vread.add_argument("--json", action="store_true")
     vsearch = vault_commands.add_parser("search", help="full-text and semantic search")
     vsearch.add_argument("query", nargs="+")
-    vsearch.add_argument("-k", type=int, default=8)
+    vsearch.add_argument("-k", type=_positive, default=8)
     vsearch.add_argument("--folder")
     vsearch.add_argument("--tag")
     vsearch.add_argument("--json", action="store_true")
@@ -105,7 +117,7 @@ def _parser() -> argparse.ArgumentParser:
     vstatus = vault_commands.add_parser("status", help="index counts, last run, skipped notes")
     vstatus.add_argument("--json", action="store_true")
     vundo = vault_commands.add_parser("undo", help="undo the last N writes (default 1)")
-    vundo.add_argument("n", nargs="?", type=int, default=1)
+    vundo.add_argument("n", nargs="?", type=_positive, default=1)
     vundo.add_argument("--force", action="store_true", help="even over later edits")
     vundo.add_argument("--json", action="store_true")
 
@@ -146,7 +158,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true")
     history = job_commands.add_parser("history", help="recent runs (of one job)")
     history.add_argument("name", nargs="?")
-    history.add_argument("--limit", type=int, default=20)
+    history.add_argument("--limit", type=_positive, default=20)
     history.add_argument("--json", action="store_true")
 
     watch = commands.add_parser("watch", help="file-triggered rules")
@@ -184,14 +196,24 @@ def _emit(args: argparse.Namespace, data: Any, lines: list[str], empty: str = ""
     return 0
 
 
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
 class Backend:
-    """Where a command runs: the daemon that owns the data directory, or this process."""
+    """Where a command runs: the daemon that owns the data directory, or this process.
+
+    In-process, the data directory's lock is waited for; a daemon that takes it (or
+    waits for it) meanwhile is gone through instead, and an open in-process backend hands
+    the directory over to a daemon that waits for it (`hand_over`).
+    """
 
     def __init__(self) -> None:
         from assistant.client import discover
         from assistant.paths import data_home
 
-        self.client = discover(data_home(), notice=lambda text: print(text, file=sys.stderr))
+        self.home = data_home()
+        self.client = discover(self.home, notice=_say)
         self._local: Any = None
 
     def __enter__(self) -> Backend:
@@ -205,12 +227,47 @@ class Backend:
         if self.client is not None:
             return self.client.call(operation, params)
         from assistant.commands import OPERATIONS, LocalServices
+        from memory.lock import DataDirectoryBusy
 
         if self._local is None:
+            from assistant.client import daemon_claims
             from assistant.config import load_settings
 
-            self._local = LocalServices(load_settings())
-        return OPERATIONS[operation](self._local, **params)
+            self._local = LocalServices(
+                load_settings(),
+                lock_notice=_say,
+                lock_yield_to=lambda holder: daemon_claims(self.home, holder),
+            )
+        try:
+            return OPERATIONS[operation](self._local, **params)
+        except DataDirectoryBusy:  # raised before the operation did anything
+            if not self._to_daemon():
+                raise
+        return self.client.call(operation, params)
+
+    def _to_daemon(self) -> bool:
+        """Close what runs here and go through the daemon that claims the directory."""
+        from assistant.client import discover
+
+        wait = 120.0
+        if self._local is not None:
+            wait = self._local.settings.daemon.lock_wait_s
+            self._local.close()
+            self._local = None
+        self.client = discover(self.home, wait_s=wait, notice=_say)
+        return self.client is not None
+
+    def hand_over(self) -> bool:
+        """If a daemon waits for the directory this process holds, let it have it."""
+        from memory.lock import waiting_daemon
+
+        if self._local is None or not self._local.holds_lock:
+            return False
+        daemon = waiting_daemon(self.home)
+        if daemon is None:
+            return False
+        _say(f"the daemon (pid {daemon.pid}) is starting: handing the data directory over")
+        return self._to_daemon()
 
     def ask(self, text: str, session: str | None, observer: Any = None) -> dict[str, Any]:
         """A turn whose events `observer` sees as they happen (the daemon streams them)."""
@@ -289,6 +346,11 @@ def cmd_chat(args: argparse.Namespace) -> int:
     with Backend() as backend:
         where = "through the daemon" if backend.client is not None else "in this process"
         print(f"session {session} ({where}) — empty line or Ctrl-D to leave", file=sys.stderr)
+        turn = threading.Lock()  # a hand-over happens between turns, never during one
+        done = threading.Event()
+        threading.Thread(
+            target=_hand_over_when_asked, args=(backend, turn, done), daemon=True
+        ).start()
         try:
             while True:
                 try:
@@ -297,19 +359,35 @@ def cmd_chat(args: argparse.Namespace) -> int:
                     break
                 if not text or text in {"exit", "quit", "/exit", "/quit"}:
                     break
-                outcome, view = _turn(backend, args, text, session)
-                if outcome["stop_reason"] == "model_error":
-                    print(f"error: {outcome['stop_detail']}", file=sys.stderr, flush=True)
-                elif not (view is not None and view.shown):
-                    print(outcome["answer"], flush=True)
-                _offer_confirmations(backend, outcome)
-                backend.settle()
+                with turn:  # a hand-over waits for the turn, its confirmations, its memory
+                    outcome, view = _turn(backend, args, text, session)
+                    if outcome["stop_reason"] == "model_error":
+                        print(f"error: {outcome['stop_detail']}", file=sys.stderr, flush=True)
+                    elif not (view is not None and view.shown):
+                        print(outcome["answer"], flush=True)
+                    _offer_confirmations(backend, outcome)
+                    backend.settle()
         except KeyboardInterrupt:
             print(file=sys.stderr)
             return EXIT_INTERRUPTED
         finally:
-            backend.call("end_session", session=session)
+            done.set()
+            with turn:
+                backend.call("end_session", session=session)
     return 0
+
+
+def _hand_over_when_asked(backend: Backend, turn: threading.Lock, done: threading.Event) -> None:
+    """An in-process chat keeps the data directory only until a daemon asks for it."""
+    while not done.wait(0.5):
+        if turn.acquire(blocking=False):
+            try:
+                if backend.hand_over():
+                    return
+            except Exception as exc:  # noqa: BLE001 - the chat goes on in-process
+                _say(f"error: could not hand the chat over to the daemon: {exc}")
+            finally:
+                turn.release()
 
 
 def _offer_confirmations(backend: Backend, outcome: dict[str, Any]) -> None:
@@ -343,7 +421,13 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     from assistant.config import load_settings
     from assistant.daemon.process import run
 
-    return run(load_settings(), verbose=args.verbose)
+    code = run(load_settings(), verbose=args.verbose)
+    # Everything is closed and the lock released: skip the interpreter's teardown of
+    # chromadb, onnxruntime and numpy, which takes seconds (SIGTERM: out within 2 s).
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 # -- confirmations and traces -----------------------------------------------------------------

@@ -138,6 +138,9 @@ class DaemonSettings(_Section):
     log_max_bytes: int = Field(5_000_000, ge=10_000, description="Size of one log file.")
     log_backups: int = Field(3, ge=0, le=100, description="Rotated log files kept.")
     shutdown_timeout_s: float = Field(30.0, gt=0, description="Wait for cancelled turns.")
+    lock_wait_s: float = Field(
+        120.0, ge=0, description="Wait for another process to release the data directory."
+    )
     watch_debounce_s: float = Field(1.0, ge=0, description="Quiet time before a file counts.")
     recent_triggers: int = Field(50, ge=1, le=10_000, description="File events kept for status.")
 
@@ -369,6 +372,10 @@ def _read_config_file(path: Path) -> dict[str, Any]:
             return tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:  # TOML is UTF-8 by definition
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8"
+        ) from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the config file: {exc.strerror}") from exc
 
@@ -406,6 +413,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Build the settings; the config file is optional, its mistakes are not silent."""
     environ = os.environ if environ is None else environ
     home = default_home(environ)
+    if home.exists() and not home.is_dir():
+        raise ConfigError(
+            f"the data directory {home} is a file, not a folder; point ASSISTANT_HOME at a folder"
+        )
     config_path = Path(environ["ASSISTANT_CONFIG"]) if environ.get("ASSISTANT_CONFIG") else None
     if config_path is None and (home / CONFIG_FILE_NAME).exists():
         config_path = home / CONFIG_FILE_NAME

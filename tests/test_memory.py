@@ -174,10 +174,13 @@ def test_cross_session_recall_through_the_cli(tmp_path: Path) -> None:
 
 
 def test_cli_refuses_while_another_process_owns_the_directory(tmp_path: Path) -> None:
+    # It waits for the holder first ([daemon] lock_wait_s, issue 13), here briefly.
+    (tmp_path / "config.toml").write_text("[daemon]\nlock_wait_s = 1\n", encoding="utf-8")
     holder = Assistant(load_settings())
     try:
         result = _cli(tmp_path, "ask", "hello")
     finally:
         holder.close()
     assert result.returncode != 0
+    assert "waiting up to 1 s" in result.stderr
     assert "in use by process" in result.stderr and "Traceback" not in result.stderr

@@ -34,6 +34,7 @@ from typing import Any
 
 import uvicorn
 from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPBearer
 from pydantic import BaseModel, Field
@@ -51,7 +52,7 @@ log = logging.getLogger(__name__)
 
 class AskRequest(BaseModel):
     text: str = Field(min_length=1, max_length=100_000)
-    session: str | None = Field(None, max_length=200)
+    session: str | None = None  # checked by `commands.ask`, the same way in-process
 
 
 class EditRequest(BaseModel):
@@ -84,12 +85,18 @@ class BearerToken:
 
     def __init__(self, app: Any, token: str) -> None:
         self.app = app
-        self.expected = f"Bearer {token}".encode()
+        self.expected = token.encode()
+
+    def _valid(self, header: bytes) -> bool:
+        """`Bearer TOKEN`; the scheme is case-insensitive (RFC 7235 section 2.1)."""
+        scheme, _, credentials = header.strip().partition(b" ")
+        bearer = hmac.compare_digest(scheme.lower(), b"bearer")
+        return hmac.compare_digest(credentials.strip(), self.expected) and bearer
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             given = dict(scope["headers"]).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
+            if not self._valid(given):
                 response = JSONResponse(
                     {
                         "error": "UNAUTHORIZED",
@@ -102,6 +109,16 @@ class BearerToken:
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+def _describe_invalid(exc: RequestValidationError) -> str:
+    """FastAPI's list of problems as one line: `query k: Input should be ... (got 'x')`."""
+    problems = []
+    for item in exc.errors():
+        where = " ".join(str(part) for part in item.get("loc", ()))
+        got = f" (got {item['input']!r:.60})" if "input" in item else ""
+        problems.append(f"{where}: {item.get('msg', 'invalid')}{got}")
+    return "; ".join(problems) or "the request is not valid"
 
 
 def _error(status: int, code: str, detail: str) -> JSONResponse:
@@ -187,6 +204,10 @@ def create_app(
     @app.exception_handler(CommandError)
     async def command_error(request: Request, exc: CommandError) -> JSONResponse:
         return _error(exc.status, exc.code, str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _error(422, "BAD_REQUEST", _describe_invalid(exc))
 
     @app.exception_handler(QueueClosed)
     async def shutting_down(request: Request, exc: QueueClosed) -> JSONResponse:

@@ -42,7 +42,8 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from assistant.config import Settings
 from assistant.errors import CommandError
-from memory.db import Database, Migrations
+from memory.db import Database, Migrations, describe_sqlite_error
+from memory.errors import StorageError
 
 log = logging.getLogger(__name__)
 
@@ -271,7 +272,17 @@ class JobBook:
         )
 
     def start(self, *, paused: bool) -> None:
-        self.scheduler.start(paused=paused)
+        """Open the store (creating its table); a file that is not a job store is named."""
+        from sqlalchemy.exc import SQLAlchemyError
+
+        try:
+            self.scheduler.start(paused=paused)
+        except SQLAlchemyError as exc:
+            if self.scheduler.running:
+                self.scheduler.shutdown(wait=False)
+            raise StorageError(
+                f"the job store: {describe_sqlite_error(self.path, getattr(exc, 'orig', exc))}"
+            ) from None
 
     def shutdown(self) -> None:
         if self.scheduler.running:
