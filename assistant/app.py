@@ -16,6 +16,7 @@ from typing import Any
 from assistant.config import Settings
 from assistant.errors import ConfigError
 from assistant.events import TurnObserver
+from assistant.gate import gated
 from assistant.loop import SYSTEM_PROMPT, Turn, run_turn
 from assistant.model import ChatModel
 from assistant.outcome import StopReason, TurnOutcome
@@ -101,7 +102,8 @@ class Assistant:
         self, model: ChatModel | None, tools: Iterable[Tool] | None, vectors: Vectors | None
     ) -> None:
         settings = self.settings
-        self.model = model or build_model(settings)
+        # one gate per endpoint: the answer and the memory work after it share it (D4)
+        self.model = gated(model or build_model(settings), settings.model.max_in_flight)
         safety = settings.safety
         self.redactor = Redactor(safety.patterns, enabled=safety.redact)
         self.database = Database(settings.database_path)

@@ -64,7 +64,21 @@ class ModelSettings(_Section):
         description="Longest silence from the server: before the first streamed "
         "chunk and between chunks (the turn's budget bounds the whole answer).",
     )
+    first_byte_timeout_s: float | None = Field(
+        None,
+        gt=0,
+        description="Longest wait for the server's first byte (a slow CPU server computes "
+        "a whole unstreamed tool reply before sending anything); unset: the turn's "
+        "remaining budget ([loop] turn_timeout_s).",
+    )
     max_retries: int = Field(3, ge=0, le=10, description="Retries of 429, 502-504, refused.")
+    max_in_flight: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Requests of ours at the endpoint at once: answers and memory work "
+        "share this gate (1 suits single-slot local servers; raise it for cloud endpoints).",
+    )
     # issue 12: requests real servers accept
     max_tokens: int = Field(
         1024, ge=16, le=1_000_000, description="Cap on one reply's tokens (summaries too)."
@@ -132,7 +146,9 @@ class DaemonSettings(_Section):
     """The long-running process (SPEC D1, D4, D5): its work queue, control API and logs."""
 
     max_concurrent_turns: int = Field(2, ge=1, le=64, description="Turns running at once.")
-    model_concurrency: int = Field(2, ge=1, le=64, description="Model requests at once.")
+    model_concurrency: int | None = Field(
+        None, ge=1, le=64, description="Model requests at once; unset: [model] max_in_flight."
+    )
     host: str = Field("127.0.0.1", description="Control API address; loopback only (S6).")
     port: int = Field(0, ge=0, le=65535, description="Control API port; 0 picks a free one.")
     log_max_bytes: int = Field(5_000_000, ge=10_000, description="Size of one log file.")

@@ -17,7 +17,8 @@ null` with a 500, ignores tools without `tool_choice`, dies on large grammars, s
 legacy `function_call` field or HTML-escaped arguments, refuses `stream_options` or a
 `response_format` mode, or has a small context window.
 
-Every request body is recorded (parsed JSON) in arrival order. When the script is empty
+Every request body is recorded (parsed JSON) in arrival order, and `most_in_flight` is
+the most requests it was answering at once. When the script is empty
 the server answers 500 with a message saying so (and `x-should-retry: false`, so the SDK
 does not retry it), which keeps a test from hanging on a missing reply.
 """
@@ -188,6 +189,8 @@ class FakeOpenAI:
         self._requests: list[dict[str, Any]] = []
         self._stopping = threading.Event()
         self.unknown_paths: list[str] = []
+        self.in_flight = 0  # requests being answered now
+        self.most_in_flight = 0  # the most at once so far (one slot on llama.cpp servers)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(
@@ -299,6 +302,16 @@ class FakeOpenAI:
                 self._send(status, body, headers)
 
             def do_POST(self) -> None:
+                with fake._lock:
+                    fake.in_flight += 1
+                    fake.most_in_flight = max(fake.most_in_flight, fake.in_flight)
+                try:
+                    self._answer()
+                finally:
+                    with fake._lock:
+                        fake.in_flight -= 1
+
+            def _answer(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 if self.path.split("?", 1)[0] != CHAT_PATH:

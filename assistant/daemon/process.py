@@ -105,7 +105,7 @@ class Daemon:
 
         settings = self.settings
         model, tools, vectors = self._parts
-        limit = settings.daemon.model_concurrency
+        limit = settings.daemon.model_concurrency or settings.model.max_in_flight
         throttled = ThrottledModel(model or build_model(settings), limit)
         # A CLI command holding the data directory is waited for (it says so), not a
         # reason to exit; such commands yield to a daemon that waits (memory.lock). Another
@@ -384,7 +384,8 @@ class Daemon:
             "log_file": str(self.settings.home / LOG_FILE) if self._log_file else None,
             "queue": {
                 **self._queue().stats(),
-                "model_concurrency": self.settings.daemon.model_concurrency,
+                "model_concurrency": self.settings.daemon.model_concurrency
+                or self.settings.model.max_in_flight,
             },
         }
 

@@ -7,8 +7,9 @@ one session. A waiting item does not occupy a worker: only the head of each lane
 handed to the workers. Workers are daemon threads, so a turn that ignores its cancel
 event cannot keep the process alive past the shutdown timeout.
 
-`ThrottledModel` puts the model endpoint behind a semaphore; the openai SDK already
-retries 429 and 5xx replies with backoff (`[model] max_retries`).
+`ThrottledModel` is the per-endpoint gate of `assistant.gate` (one request in flight by
+default, shared with the memory work); the model retries 429 and 5xx replies with backoff
+(`[model] max_retries`).
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from assistant.model import ChatModel, Message, ModelReply
+from assistant.gate import GatedModel
 
 log = logging.getLogger(__name__)
 
@@ -139,36 +140,4 @@ class WorkQueue:
         return not pending
 
 
-class ThrottledModel:
-    """The model endpoint behind a semaphore: at most `limit` requests in flight (D4)."""
-
-    def __init__(self, model: ChatModel, limit: int) -> None:
-        self.inner = model
-        self.name = model.name
-        self._slots = threading.BoundedSemaphore(limit)
-
-    def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[dict[str, Any]] | None,
-        *,
-        temperature: float,
-        timeout_s: float,
-        on_delta: Callable[[str], None] | None = None,
-    ) -> ModelReply:
-        streaming = {} if on_delta is None else {"on_delta": on_delta}
-        with self._slots:
-            return self.inner.complete(
-                messages, tools, temperature=temperature, timeout_s=timeout_s, **streaming
-            )
-
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self.inner, name)
-        if name == "complete_json":  # structured requests take a slot too (D4)
-
-            def throttled(*args: Any, **kwargs: Any) -> Any:
-                with self._slots:
-                    return value(*args, **kwargs)
-
-            return throttled
-        return value
+ThrottledModel = GatedModel  # the daemon's name for the per-endpoint gate
