@@ -61,8 +61,8 @@ class ModelSettings(_Section):
     timeout_s: float = Field(
         60.0,
         gt=0,
-        description="Longest silence from the server: before the first streamed "
-        "chunk and between chunks (the turn's budget bounds the whole answer).",
+        description="Longest silence from the server between chunks once it has begun "
+        "to answer (the first byte: first_byte_timeout_s; the turn's budget bounds all).",
     )
     first_byte_timeout_s: float | None = Field(
         None,

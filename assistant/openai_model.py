@@ -345,18 +345,31 @@ class OpenAIChatModel:
         deadline: float,
         on_delta: Callable[[str], None] | None,
     ) -> ModelReply:
-        gap = max(min(self.settings.timeout_s, deadline - time.monotonic()), 0.05)
-        timeout = self._openai.Timeout(gap, connect=min(gap, 10.0))
-        if not request.get("stream"):
-            try:
-                completion = self._client.chat.completions.create(**request, timeout=timeout)
-            except ValueError as exc:  # a 200 whose body is cut short or is not JSON at all
-                raise ModelReplyError(
-                    f"{self._where} gave an unusable reply: the body is not valid JSON ({exc})"
-                ) from exc
-            return self._whole_reply(completion, messages, on_delta)
-        stream = self._client.chat.completions.create(**request, timeout=timeout)
+        left = max(deadline - time.monotonic(), 0.05)
+        gap = min(self.settings.timeout_s, left)
+        # The first byte has its own bound: a CPU server computes a whole unstreamed tool
+        # reply (or a stream's first chunk) before sending anything. Chunks after it are
+        # held to the gap (`_hold_to_gap`).
+        first = min(self.settings.first_byte_timeout_s or left, left)
+        timeout = self._openai.Timeout(first, connect=min(first, 10.0))
+        try:
+            if not request.get("stream"):
+                try:
+                    completion = self._client.chat.completions.create(**request, timeout=timeout)
+                except ValueError as exc:  # a 200 whose body is cut short or is not JSON
+                    raise ModelReplyError(
+                        f"{self._where} gave an unusable reply: the body is not valid JSON "
+                        f"({exc})"
+                    ) from exc
+                return self._whole_reply(completion, messages, on_delta)
+            stream = self._client.chat.completions.create(**request, timeout=timeout)
+        except self._openai.APITimeoutError as exc:  # never re-sent: it may still compute it
+            raise ModelTimeout(
+                f"{self._where} sent no first byte within {first:.3g} s (not re-sent: it may "
+                "still be working on it; [model] first_byte_timeout_s)"
+            ) from exc
         response = getattr(stream, "response", None)
+        _hold_to_gap(response, gap)
         kind = str(getattr(response, "headers", {}).get("content-type", "text/event-stream"))
         if "event-stream" not in kind:  # the server ignored stream=True
             return self._unstreamed(stream, response, messages, on_delta)
@@ -626,6 +639,16 @@ def _reasoning_field(part: Any) -> str:
 
 def _join(*parts: str) -> str:
     return "\n".join(part.strip() for part in parts if part and part.strip())
+
+
+def _hold_to_gap(response: Any, gap: float) -> None:
+    """From the response's head on, each read of the body waits at most `gap` seconds:
+    httpx's transport reads the request's `timeout` extension when the body is first
+    read, so setting it now makes later chunks keep the liveness bound while the head
+    had the (longer) first-byte one."""
+    timeouts = getattr(getattr(response, "request", None), "extensions", {}).get("timeout")
+    if isinstance(timeouts, dict):
+        timeouts["read"] = gap
 
 
 def _has_tool_messages(messages: Sequence[Message]) -> bool:
