@@ -41,6 +41,107 @@ def without_internal_notes(answer: str, notes: Sequence[str]) -> str:
     return "\n".join(kept).strip()
 
 
+_TAGGED_CALL = re.compile(
+    r"<(tool_call|function_call|tools?)>.*?(?:</\1>|\Z)|<\|python_tag\|>.*", re.S | re.I
+)
+_CALL_KEYS = ("arguments", "parameters", "args")
+
+
+def without_tool_call_syntax(answer: str, tool_names: Sequence[str] = ()) -> str:
+    """The answer minus tool-call syntax a template or model produced as text (a call
+    it could not make, e.g. once tools are no longer offered): `<tool_call>…</tool_call>`,
+    `functions.NAME:` or a line naming one of our tools followed by a JSON object, and a
+    JSON object shaped like a call (`{"name": …, "arguments": …}`) standing alone."""
+    text = _TAGGED_CALL.sub("", answer)
+    names = "|".join(re.escape(name) for name in sorted(tool_names, key=len, reverse=True))
+    head = r"functions\.[\w.-]+" + (f"|(?:{names})" if names else "")
+    marker = re.compile(rf"(?m)^[ \t]*(?:{head})[ \t]*[:(]?[ \t]*\n?[ \t]*(?=[{{\[])")
+    kept, position = [], 0
+    while (found := _next_call(text, position, marker)) is not None:
+        start, end = found
+        kept.append(text[position:start])
+        position = end
+    kept.append(text[position:])
+    cleaned = "".join(kept)
+    if names:  # a lone line naming a tool as a call (`functions.calc_evaluate:`)
+        cleaned = re.sub(rf"(?m)^[ \t]*(?:functions\.)?(?:{names})[ \t]*:[ \t]*$", "", cleaned)
+    cleaned = re.sub(r"(?m)^[ \t]*functions\.[\w.-]+[ \t]*:[ \t]*$", "", cleaned)
+    return re.sub(r"\n{3,}", "\n\n", cleaned).strip()
+
+
+def _next_call(text: str, position: int, marker: re.Pattern[str]) -> tuple[int, int] | None:
+    """The span of the next tool call written as text at or after `position`."""
+    decoder = json.JSONDecoder()
+    candidates = re.compile(r"(?m)^[ \t]*(?=[{\[])")
+    while True:
+        named = marker.search(text, position)
+        bare = candidates.search(text, position)
+        options = [m for m in (named, bare) if m is not None]
+        if not options:
+            return None
+        match = min(options, key=lambda m: m.start())
+        start, brace = match.start(), match.end()
+        try:
+            value, end = decoder.raw_decode(text, brace)
+        except ValueError:
+            if match is named:  # a call cut short: drop it to the end of its object
+                return start, len(text)
+            position = brace + 1
+            continue
+        if match is named or _looks_like_call(value):
+            return start, end
+        position = end
+
+
+def opens_tool_call(line: str, tool_names: Sequence[str]) -> bool:
+    """Whether a streamed line may begin a tool call written as text (held back)."""
+    stripped = line.strip()
+    if stripped.startswith(("{", "<tool_call", "<function_call", "<|python_tag|>")):
+        return True
+    if re.match(r"\[\s*(\{|$)", stripped):  # a list of calls, not "[a note]"
+        return True
+    if re.match(r"functions\.[\w.-]+\s*:?", stripped):
+        return True
+    bare = stripped.removesuffix(":").strip()
+    return bool(bare) and bare in tool_names
+
+
+def may_open_tool_call(prefix: str, tool_names: Sequence[str]) -> bool:
+    """Whether the start of a streamed line may still turn out to open a tool call."""
+    stripped = prefix.strip()
+    if not stripped or stripped[0] == "{" or opens_tool_call(stripped, tool_names):
+        return True
+    heads = ("functions.", "<tool_call>", "<function_call>", "<|python_tag|>", *tool_names)
+    return any(head.startswith(stripped) or stripped.startswith(head) for head in heads)
+
+
+def held_call_complete(held: str) -> bool:
+    """Whether held-back text is whole enough to decide what of it is shown."""
+    lowered = held.lower()
+    if re.search(r"<(tool_call|function_call)>", lowered):
+        return bool(re.search(r"</(tool_call|function_call)>", lowered))
+    brace = min((i for i in (held.find("{"), held.find("[")) if i >= 0), default=-1)
+    if brace < 0:
+        return False
+    try:
+        json.JSONDecoder().raw_decode(held, brace)
+    except ValueError:
+        return False
+    return True
+
+
+def _looks_like_call(value: Any) -> bool:
+    if isinstance(value, list):
+        return bool(value) and all(_looks_like_call(item) for item in value)
+    if not isinstance(value, dict):
+        return False
+    if isinstance(value.get("function"), dict):
+        return _looks_like_call(value["function"])
+    if isinstance(value.get("tool_calls"), list):
+        return True
+    return isinstance(value.get("name"), str) and any(key in value for key in _CALL_KEYS)
+
+
 def _runs(text: str) -> set[tuple[str, ...]]:
     words = [w.lower() for w in _WORD.findall(text)]
     return {tuple(words[i : i + ECHO_RUN_WORDS]) for i in range(len(words) - ECHO_RUN_WORDS + 1)}

@@ -33,7 +33,11 @@ from assistant.integrity import (
     TRUNCATED_NOTE,
     compacted,
     composed_answer,
+    held_call_complete,
+    may_open_tool_call,
+    opens_tool_call,
     without_internal_notes,
+    without_tool_call_syntax,
 )
 from assistant.model import ChatModel, Message, ModelReply, Usage
 from assistant.outcome import GroundingCheck, StopReason, TurnOutcome
@@ -224,6 +228,7 @@ class _TurnState:
         self.usage = Usage()
         self.grounding: GroundingCheck | None = None
         self.notes: list[str] = []  # our internal notes sent this turn: never shown
+        self.tool_names = turn.runner.registry.names()  # their call syntax is never shown
         self.truncated = False
         self.compacted = False
 
@@ -278,8 +283,11 @@ class _TurnState:
         if observer is not None:
             observer(RequestStarted(index, len(tools or ()), purpose))
             streaming["on_delta"] = lambda text: observer(TextDelta(text, index))
-            if self.notes:  # the reply may echo a note: it streams a line at a time
-                gate = streaming["on_delta"] = _EchoGate(streaming["on_delta"], self.notes)
+            # the reply may echo a note or write a tool call as text: it streams a line
+            # at a time, a call held back until it is whole
+            gate = streaming["on_delta"] = _EchoGate(
+                streaming["on_delta"], self.notes, self.tool_names
+            )
         started = time.perf_counter()
         try:
             reply = _complete(
@@ -307,7 +315,8 @@ class _TurnState:
     def usable(self, reply: ModelReply) -> str:
         """The reply's answer text without echoes of our notes ('' when nothing is left)."""
         self.truncated = reply.truncated
-        return without_internal_notes(reply.content or "", self.notes)
+        answer = without_internal_notes(reply.content or "", self.notes)
+        return without_tool_call_syntax(answer, self.tool_names)
 
     def final(self, reply: ModelReply) -> TurnOutcome:
         """The answer; an empty one is asked for once more without tools, else composed
@@ -453,24 +462,55 @@ def _complete(
 
 class _EchoGate:
     """Streamed text, passed on a line at a time minus the lines that echo our internal
-    notes, the same lines `without_internal_notes` takes out of the stored answer."""
+    notes, the same lines `without_internal_notes` takes out of the stored answer; what
+    may be a tool call written as text is held until whole and passed without it
+    (`without_tool_call_syntax`, as in the stored answer)."""
 
-    def __init__(self, emit: Callable[[str], None], notes: Sequence[str]) -> None:
+    def __init__(
+        self, emit: Callable[[str], None], notes: Sequence[str], tool_names: Sequence[str] = ()
+    ) -> None:
         self.emit, self.notes, self.line = emit, notes, ""
+        self.tool_names, self.held = tool_names, ""
+        self.shown = 0  # characters of the current line already passed on
 
     def __call__(self, text: str) -> None:
         *lines, self.line = (self.line + text).split("\n")
         for line in lines:
-            self._pass(line + "\n")
+            if self.shown:
+                self.emit(line[self.shown :] + "\n")
+                self.shown = 0
+            else:
+                self._pass(line + "\n")
+        # without notes to catch, a line streams as it comes once it cannot be a call
+        quiet = self.line and not self.notes and not self.held
+        if quiet and (self.shown or not may_open_tool_call(self.line, self.tool_names)):
+            self.emit(self.line[self.shown :])
+            self.shown = len(self.line)
 
     def flush(self) -> None:
-        line, self.line = self.line, ""
-        if line:
+        line, self.line, shown, self.shown = self.line, "", self.shown, 0
+        if shown:
+            if line[shown:]:
+                self.emit(line[shown:])
+        elif line:
             self._pass(line)
+        if self.held:
+            self._release()
 
     def _pass(self, line: str) -> None:
+        if self.held or opens_tool_call(line, self.tool_names):
+            self.held += line
+            if held_call_complete(self.held):
+                self._release()
+            return
         if not line.strip() or without_internal_notes(line, self.notes):
             self.emit(line)
+
+    def _release(self) -> None:
+        held, self.held = self.held, ""
+        kept = without_tool_call_syntax(without_internal_notes(held, self.notes), self.tool_names)
+        if kept:
+            self.emit(kept + ("\n" if held.endswith("\n") else ""))
 
 
 def _names(tools: Sequence[dict[str, Any]] | None) -> list[str]:

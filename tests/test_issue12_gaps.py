@@ -159,3 +159,63 @@ def test_first_byte_timeout_s_bounds_the_first_byte_and_is_not_re_sent(server):
     with pytest.raises(ModelTimeout, match="first byte"):
         model.complete(ASK, None, temperature=0, timeout_s=30)
     assert len(server.requests) == 1
+
+
+# -- 3. the template's tool-call syntax is never the answer ---------------------------------
+
+ADD = ("calc_evaluate", {"expression": "40 + 49"})
+LEAKED = [
+    'functions.calc_evaluate:\n{ "expression": "40 + 49" }',  # chatml-function-calling
+    '<tool_call>\n{"name": "calc_evaluate", "arguments": {"expression": "40 + 49"}}\n</tool_call>',
+    '{"name": "calc_evaluate", "arguments": {"expression": "40 + 49"}}',
+    'calc_evaluate\n{"expression": "40 + 49"}',
+]
+
+
+def streamed_ask(assistant: Assistant, text: str, **options: Any) -> tuple[Any, str]:
+    from assistant.events import TextDelta
+
+    seen: list[Any] = []
+    outcome = assistant.ask(text, observer=seen.append, **options)
+    return outcome, "".join(e.text for e in seen if isinstance(e, TextDelta))
+
+
+@pytest.mark.parametrize("leak", LEAKED, ids=["functions", "tool_call_tag", "bare_json", "named"])
+def test_a_wrap_up_written_as_a_tool_call_is_composed_from_the_tool_results(server, leak):
+    (settings := load_settings()).loop.max_requests = 2
+    assistant = Assistant(settings, tools=[calc_evaluate])
+    try:
+        server.script(calls(ADD), completion(leak))
+        outcome, shown = streamed_ask(assistant, "what is 40 + 49?")
+    finally:
+        assistant.close()
+    assert outcome.stop_reason is StopReason.MAX_REQUESTS
+    assert "89" in outcome.answer
+    for text in (outcome.answer, shown):
+        assert "functions." not in text and '"expression"' not in text and "tool_call" not in text
+
+
+def test_text_around_a_leaked_call_is_kept_and_streamed_without_it(server):
+    assistant = Assistant(load_settings(), tools=[calc_evaluate])
+    try:
+        reply = 'functions.calc_evaluate:\n{ "expression": "40 + 49" }\n40 + 49 is 89.'
+        server.script(calls(ADD), completion(reply))
+        outcome, shown = streamed_ask(assistant, "what is 40 + 49?")
+        stored = assistant.working.load(outcome.session)[-1]
+    finally:
+        assistant.close()
+    assert outcome.stop_reason is StopReason.FINAL
+    assert outcome.answer == "40 + 49 is 89."
+    assert shown.strip() == "40 + 49 is 89."
+    assert stored["content"] == "40 + 49 is 89."
+
+
+def test_json_that_is_not_a_call_stays_in_the_answer(server):
+    assistant = Assistant(load_settings(), tools=[calc_evaluate])
+    try:
+        reply = 'Here it is:\n{"city": "Lyon", "name": "Ada"}'
+        server.script(completion(reply))
+        outcome, shown = streamed_ask(assistant, "give me JSON for Ada in Lyon")
+    finally:
+        assistant.close()
+    assert outcome.answer == reply and shown == reply

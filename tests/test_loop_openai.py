@@ -589,7 +589,9 @@ def test_cli_ask_exits_non_zero_and_names_the_endpoint_on_a_server_error(fake_op
 
 def test_a_slow_endpoint_ends_the_turn_with_a_model_timeout(fake_openai, make_assistant):
     fake_openai.script(delay(3, completion("too late")))
-    outcome = make_assistant(timeout_s=0.5, max_retries=0).ask("hi")
+    assistant = make_assistant(timeout_s=0.5, max_retries=0)
+    assistant.settings.model.first_byte_timeout_s = 0.5  # else the turn's budget bounds it
+    outcome = assistant.ask("hi")
 
     assert outcome.stop_reason is StopReason.MODEL_ERROR
     assert outcome.error_code == "MODEL_TIMEOUT"
