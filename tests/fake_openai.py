@@ -253,6 +253,12 @@ class FakeOpenAI:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
+            def handle(self) -> None:
+                try:
+                    super().handle()
+                except (ConnectionResetError, BrokenPipeError):
+                    pass  # the client hung up between requests (a timeout test)
+
             def log_message(self, format: str, *args: Any) -> None:
                 """Quiet: the tests read `.requests`, not the access log."""
 
