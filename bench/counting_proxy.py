@@ -156,6 +156,11 @@ class CountingProxy:
             "abandoned": sum(e.abandoned for e in chosen),
             "streamed": sum(e.streamed for e in chat),
             "finish_length": sum("length" in e.finish_reasons for e in chat),
+            # a stream that ended without any finish_reason was cut by the server (for
+            # llama-cpp-python: another request arrived, `interrupt_requests`)
+            "streams_cut": sum(
+                e.streamed and not e.finish_reasons and not e.abandoned for e in chat
+            ),
             "median_s": _median([e.seconds for e in chat if e.seconds is not None]),
             "max_s": max((e.seconds or 0 for e in chat), default=0),
             "failures": [asdict(e) for e in failed],

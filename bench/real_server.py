@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import http.client
 import json
 import os
 import re
@@ -42,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -59,7 +61,7 @@ INTERNAL_NOTES = ("[runtime note]", "[grounding check]")
 NOISE = re.compile(
     r"Traceback \(most recent call last\)|validation errors? for |^\s+For further", re.M
 )
-SCENARIOS = ("ask", "tools", "chat", "memory", "daemon", "eval")
+SCENARIOS = ("probe", "ask", "tools", "chat", "memory", "daemon", "eval")
 CHAT_LINES = [
     "Hi, my name is Sam and I live in Lyon.",
     "What is 12 times 7?",
@@ -241,6 +243,173 @@ class LlamaServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=30)
+
+
+# -- the server on its own ----------------------------------------------------------------------
+
+CALC_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "calc_evaluate",
+        "description": "Evaluate an arithmetic expression exactly.",
+        "parameters": {
+            "type": "object",
+            "properties": {"expression": {"type": "string"}},
+            "required": ["expression"],
+        },
+    },
+}
+
+
+def _post(url: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    """One raw request: status, seconds, the JSON (or the text, or the SSE lines)."""
+    request = urllib.request.Request(
+        f"{url}/v1/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    started = time.monotonic()
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as reply:
+            status, raw = reply.status, reply.read()
+    except urllib.error.HTTPError as exc:
+        status, raw = exc.code, exc.read()
+    except (OSError, http.client.HTTPException) as exc:
+        return {"status": None, "error": repr(exc), "s": round(time.monotonic() - started, 2)}
+    text = raw.decode("utf-8", "replace")
+    result: dict[str, Any] = {"status": status, "s": round(time.monotonic() - started, 2)}
+    if body.get("stream") and status == 200:
+        events = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
+        chunks = [json.loads(e) for e in events if e and e != "[DONE]" and e.startswith("{")]
+        content = "".join(
+            (c.get("choices") or [{}])[0].get("delta", {}).get("content") or "" for c in chunks
+        )
+        finish = [
+            (c.get("choices") or [{}])[0].get("finish_reason")
+            for c in chunks
+            if (c.get("choices") or [{}])[0].get("finish_reason")
+        ]
+        result.update(
+            chunks=len(chunks), content=content[:200], finish=finish, done="[DONE]" in events
+        )
+        return result
+    try:
+        data = json.loads(text)
+    except ValueError:
+        result["body"] = text[:500]
+        return result
+    if status != 200:
+        result["body"] = json.dumps(data)[:500]
+        return result
+    choice = (data.get("choices") or [{}])[0]
+    message = choice.get("message") or {}
+    result.update(
+        finish=choice.get("finish_reason"),
+        content=(message.get("content") or "")[:200]
+        if message.get("content") is not None
+        else None,
+        tool_calls=[(c.get("function") or {}).get("name") for c in message.get("tool_calls") or []],
+        function_call="function_call" in message,
+        usage=data.get("usage"),
+    )
+    return result
+
+
+def probe_server(server: LlamaServer, *, timeout_s: float) -> dict[str, Any]:
+    """What the server does with each request shape, without the product in between."""
+    url = server.url
+    system = {"role": "system", "content": "You are a helpful assistant."}
+    ask = {"role": "user", "content": "What is 17*5+4?"}
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "calc_evaluate", "arguments": '{"expression": "17*5+4"}'},
+    }
+    result = {"role": "tool", "tool_call_id": "call_1", "content": '{"value": 89}'}
+    base = {"model": MODEL_ALIAS, "temperature": 0.2, "max_tokens": 64}
+    probes: dict[str, dict[str, Any]] = {}
+
+    def run(name: str, **body: Any) -> None:
+        probes[name] = _post(url, {**base, **body}, timeout_s)
+        say(f"   probe {name}: {json.dumps(probes[name], default=str)[:300]}")
+        server.check(f"probe {name}")
+
+    history = [system, ask]
+    run("plain", messages=history)
+    run("max_tokens_8", messages=history, max_tokens=8)
+    run("tools_no_tool_choice", messages=history, tools=[CALC_TOOL])
+    run("tools_auto", messages=history, tools=[CALC_TOOL], tool_choice="auto")
+    run(
+        "tools_auto_small_talk",
+        messages=[system, {"role": "user", "content": "Say hello."}],
+        tools=[CALC_TOOL],
+        tool_choice="auto",
+    )
+    run(
+        "tools_auto_max_tokens_8",
+        messages=history,
+        tools=[CALC_TOOL],
+        tool_choice="auto",
+        max_tokens=8,
+    )
+    run(
+        "tools_named",
+        messages=history,
+        tools=[CALC_TOOL],
+        tool_choice={"type": "function", "function": {"name": "calc_evaluate"}},
+    )
+    replay = [system, ask, {"role": "assistant", "content": None, "tool_calls": [call]}, result]
+    run("replay_null_content", messages=replay)
+    replay_empty = [system, ask, {"role": "assistant", "content": "", "tool_calls": [call]}, result]
+    run("replay_empty_content", messages=replay_empty)
+    without_result = [
+        system,
+        ask,
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {**result, "content": ""},
+    ]
+    run("replay_empty_tool_result", messages=without_result)
+    run("developer_role", messages=[{"role": "developer", "content": "Be brief."}, ask])
+    run("stream_plain", messages=history, stream=True)
+    run("stream_tools_auto", messages=history, tools=[CALC_TOOL], tool_choice="auto", stream=True)
+    run("json_object", messages=history, response_format={"type": "json_object"})
+    run(
+        "json_schema",
+        messages=history,
+        response_format={
+            "type": "json_schema",
+            "json_schema": {
+                "name": "answer",
+                "schema": {"type": "object", "properties": {"n": {"type": "integer"}}},
+            },
+        },
+    )
+    # two streams at once: llama-cpp-python's interrupt_requests (default on) ends the
+    # first as soon as the second waits for the model
+    pair: list[dict[str, Any]] = [{}, {}]
+
+    def stream(n: int) -> None:
+        long = [system, {"role": "user", "content": "Count from 1 to 200, comma-separated."}]
+        pair[n] = _post(
+            url, {**base, "messages": long, "stream": True, "max_tokens": 300}, timeout_s
+        )
+
+    first = threading.Thread(target=stream, args=(0,))
+    first.start()
+    time.sleep(0.5)
+    stream(1)
+    first.join(timeout=timeout_s)
+    probes["two_streams_at_once"] = {"first": pair[0], "second": pair[1]}
+    say(f"   probe two_streams_at_once: {json.dumps(pair, default=str)[:300]}")
+    big = json.loads(json.dumps(CALC_TOOL))
+    big["function"]["parameters"]["properties"]["expression"]["maxLength"] = 2000
+    run(
+        "tools_named_maxLength_2000",
+        messages=history,
+        tools=[big],
+        tool_choice={"type": "function", "function": {"name": "calc_evaluate"}},
+    )
+    return probes
 
 
 # -- the product -----------------------------------------------------------------------------
@@ -457,6 +626,11 @@ class Bench:
 
     # -- scenarios ------------------------------------------------------------------------
 
+    def probe(self) -> None:
+        assert self.server is not None
+        say("-- probe (raw requests, no product)")
+        self.results["probe"] = probe_server(self.server, timeout_s=self.turn_timeout_s)
+
     def ask_plain(self) -> None:
         assert self.product is not None
         with self.phase("ask") as record:
@@ -636,6 +810,7 @@ class Bench:
             "max_in_flight": wire["max_in_flight"],
             "abandoned": wire["abandoned"],
             "finish_length": wire["finish_length"],
+            "streams_cut": wire["streams_cut"],
             "streamed_requests": wire["streamed"],
             "median_request_s": wire["median_s"],
             "max_request_s": wire["max_s"],
@@ -679,6 +854,7 @@ class Bench:
     def run(self) -> dict[str, Any]:
         chosen = [s.strip() for s in self.args.only.split(",")] if self.args.only else SCENARIOS
         plan = {
+            "probe": self.probe,
             "ask": self.ask_plain,
             "tools": self.ask_tools,
             "chat": self.chat,
@@ -778,6 +954,7 @@ def docs_block(results: dict[str, Any]) -> str:
         ("most requests of ours in flight at the server", v["max_in_flight"]),
         ("requests our side abandoned while the server computed", v["abandoned"]),
         ("replies cut by max_tokens (finish_reason length)", v["finish_length"]),
+        ("streams the server ended without a finish_reason", v["streams_cut"]),
         ("turns", f"{v['turns']} ({_fmt_counts(v['turn_stop_reasons'])})"),
         ("turn time median / max (s)", f"{v['turn_median_s']} / {v['turn_max_s']}"),
         (f"turns over turn_timeout_s ({v['turn_timeout_s']:g} s)", v["turns_over_timeout"]),
