@@ -230,10 +230,23 @@ class LlamaServer:
         if self.alive():
             return
         assert self.proc is not None
-        tail = self.log_path.read_text(errors="replace").splitlines()[-15:]
+        tail = [line[:300] for line in self.log_path.read_text(errors="replace").splitlines()[-15:]]
         self.deaths.append({"phase": phase, "exit_code": self.proc.returncode, "log": tail})
         say(f"  !! the llama server died during {phase} (exit {self.proc.returncode}); restarting")
         self.start()
+
+    def fresh(self, phase: str, settle_s: float = 5.0) -> bool:
+        """Start the next phase on a fresh server; say whether this one died by itself."""
+        deadline = time.monotonic() + settle_s
+        while self.alive() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        died = not self.alive()
+        if died:
+            self.check(phase)
+        else:
+            self.stop()
+            self.start()
+        return died
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -401,6 +414,7 @@ def probe_server(server: LlamaServer, *, timeout_s: float) -> dict[str, Any]:
     first.join(timeout=timeout_s)
     probes["two_streams_at_once"] = {"first": pair[0], "second": pair[1]}
     say(f"   probe two_streams_at_once: {json.dumps(pair, default=str)[:300]}")
+    # last: the grammar builder gives up and the process dies, at once or a moment later
     big = json.loads(json.dumps(CALC_TOOL))
     big["function"]["parameters"]["properties"]["expression"]["maxLength"] = 2000
     run(
@@ -409,6 +423,7 @@ def probe_server(server: LlamaServer, *, timeout_s: float) -> dict[str, Any]:
         tools=[big],
         tool_choice={"type": "function", "function": {"name": "calc_evaluate"}},
     )
+    probes["tools_named_maxLength_2000"]["server_died"] = server.fresh("probe maxLength")
     return probes
 
 
@@ -795,7 +810,12 @@ class Bench:
             for t in turns
             if t["finished_at"] and t["started_at"]
         ]
-        shown = [(c.get("outcome") or {}).get("answer") or c["stdout"] for c in self.product.calls]
+        evaluation = (self.results["scenarios"].get("eval") or {}).get("report") or {}
+        eval_turns = [t for case in evaluation.get("cases") or [] for t in case.get("turns") or []]
+        # what the user was shown: each ask's answer, each chat turn's, each eval turn's
+        shown = [(c.get("outcome") or {}).get("answer") for c in self.product.calls]
+        shown += [t["answer"] for t in turns if t["session"] == "chat"]
+        shown += [t["answer"] for t in eval_turns]
         stored = [stored_texts(home) for home in self.homes]
         stored_assistant = [s for found in stored for s in found["assistant"]]
         summaries = [s for found in stored for s in found["summaries"]]
@@ -833,7 +853,12 @@ class Bench:
             "poisoned_sessions": sum(not h["ok"] for h in self.hellos),
             "hello_checks": len(self.hellos),
             "stderr_noise": sum(len(NOISE.findall(c["stderr"])) for c in self.product.calls),
-            "cli_failures": sum(c["rc"] != 0 for c in self.product.calls),
+            # `eval` exits 1 when a case fails: that is its answer, not a crash
+            "cli_failures": sum(
+                c["rc"] != 0 and not (c["args"][0] == "eval" and c["rc"] == 1)
+                for c in self.product.calls
+            ),
+            "eval_stop_reasons": _count(t["stop_reason"] for t in eval_turns),
             "cli_calls": len(self.product.calls),
             "server_peak_rss_mb": self.server.peak_rss_mb,
             "sent": {
@@ -911,7 +936,20 @@ def _eval_brief(report: Any) -> Any:
     keep = {k: v for k, v in report.items() if k not in {"cases", "results"}}
     cases = report.get("cases") or report.get("results") or []
     keep["cases"] = [
-        {k: c.get(k) for k in ("id", "category", "passed", "status", "failures", "seconds")}
+        {
+            "id": c.get("id"),
+            "status": c.get("status"),
+            "reasons": c.get("reasons"),
+            "turns": [
+                {
+                    "answer": (t.get("answer") or "")[:200],
+                    "stop_reason": t.get("stop_reason"),
+                    "stop_detail": (t.get("stop_detail") or "")[:200] or None,
+                    "tools": [call.get("name") for call in t.get("tool_calls") or []],
+                }
+                for t in c.get("turns") or []
+            ],
+        }
         for c in cases
         if isinstance(c, dict)
     ]
