@@ -18,10 +18,11 @@ What it does, start to end, and stops by itself (every wait is bounded):
    answer)") and internal notes ("[runtime note]") shown or stored, poisoned sessions (a
    later "hello" in the same session failing), stderr noise (tracebacks, pydantic dumps);
 5. writes bench/results/real_server.json and, with `--write-docs`, the measured block of
-   docs/COMPATIBILITY.md (between the `real_server` markers; the rest is hand-written).
+   docs/COMPATIBILITY.md (between the `real_server:KEY` markers, `--docs-key`, default
+   `current`; the rest of that file is hand-written).
 
     python bench/real_server.py [--venv DIR] [--reuse-venv DIR] [--only ask,chat,...]
-                                [--chat-turns 15] [--write-docs] [--label TEXT]
+                                [--chat-turns 15] [--write-docs [--docs-key KEY]] [--label TEXT]
 
 The Gemma 3 270M model is a small base model: weak answers are expected, and this bench
 does not score them. It scores what the product does with them. Linux only (/proc).
@@ -423,7 +424,9 @@ def probe_server(server: LlamaServer, *, timeout_s: float) -> dict[str, Any]:
         tools=[big],
         tool_choice={"type": "function", "function": {"name": "calc_evaluate"}},
     )
-    probes["tools_named_maxLength_2000"]["server_died"] = server.fresh("probe maxLength")
+    deaths = len(server.deaths)
+    server.fresh("probe maxLength")
+    probes["tools_named_maxLength_2000"]["server_died"] = len(server.deaths) > deaths
     return probes
 
 
@@ -978,10 +981,11 @@ def _git(*args: str) -> str:
     return done.stdout.strip()
 
 
-BEGIN, END = "<!-- real_server:begin -->", "<!-- real_server:end -->"
+def markers(key: str) -> tuple[str, str]:
+    return f"<!-- real_server:{key}:begin -->", f"<!-- real_server:{key}:end -->"
 
 
-def docs_block(results: dict[str, Any]) -> str:
+def docs_block(results: dict[str, Any], key: str) -> str:
     """The measured part of docs/COMPATIBILITY.md: one table of the figures that matter."""
     v = results["verdict"]
     sent = v["sent"]
@@ -1018,8 +1022,9 @@ def docs_block(results: dict[str, Any]) -> str:
         ("streamed requests", sent["streamed"]),
         ("server peak RSS (MB)", v["server_peak_rss_mb"]),
     ]
+    begin, end = markers(key)
     lines = [
-        BEGIN,
+        begin,
         f"Measured by `python bench/real_server.py --write-docs` on commit {results['commit']}"
         f" ({results['label']}); {results['machine']}; {results['total_s']:g} s in all.",
         "",
@@ -1041,7 +1046,7 @@ def docs_block(results: dict[str, Any]) -> str:
     for body in v["rejected_bodies"][:3]:
         error = (body.get("error") or "").replace("\n", " ")[:300]
         lines += ["", f"- rejected in `{body['phase']}` (HTTP {body['status']}): `{error}`"]
-    lines.append(END)
+    lines.append(end)
     return "\n".join(lines)
 
 
@@ -1049,13 +1054,14 @@ def _fmt_counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{k} {n}" for k, n in sorted(counts.items()))
 
 
-def write_docs(results: dict[str, Any]) -> None:
+def write_docs(results: dict[str, Any], key: str) -> None:
     path = ROOT / "docs" / "COMPATIBILITY.md"
     text = path.read_text(encoding="utf-8") if path.exists() else ""
-    block = docs_block(results)
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
+    block = docs_block(results, key)
+    begin, end = markers(key)
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + block + rest.split(end, 1)[1]
     else:
         text = text.rstrip() + "\n\n" + block + "\n"
     path.write_text(text, encoding="utf-8")
@@ -1074,15 +1080,23 @@ def main() -> int:
     parser.add_argument("--label", default="", help="free text recorded with the results")
     parser.add_argument("--out", default=str(RESULTS / "real_server.json"))
     parser.add_argument("--write-docs", action="store_true")
+    parser.add_argument(
+        "--docs-key", default="current", help="which measured block of the docs to rewrite"
+    )
+    parser.add_argument("--from-json", help="only rewrite the docs block from earlier results")
     args = parser.parse_args()
+    if args.from_json:
+        write_docs(json.loads(Path(args.from_json).read_text(encoding="utf-8")), args.docs_key)
+        say(f"docs/COMPATIBILITY.md: measured block '{args.docs_key}' rewritten")
+        return 0
     bench = Bench(args)
     results = bench.run()
     Path(args.out).write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
     say(json.dumps(results["verdict"], indent=1, default=str)[:6000])
     say(f"results: {args.out}")
     if args.write_docs:
-        write_docs(results)
-        say("docs/COMPATIBILITY.md: measured block rewritten")
+        write_docs(results, args.docs_key)
+        say(f"docs/COMPATIBILITY.md: measured block '{args.docs_key}' rewritten")
     return 0
 
 
