@@ -36,6 +36,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import sqlite3
@@ -515,11 +516,24 @@ def turns_of(home: Path) -> list[dict[str, Any]]:
         return []
     with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
         db.row_factory = sqlite3.Row
-        rows = db.execute(
-            "SELECT id, session, started_at, finished_at, user_input, answer, stop_reason, "
-            "stop_detail FROM turns ORDER BY rowid"
-        ).fetchall()
-    return [dict(row) for row in rows]
+        rows = [
+            dict(row)
+            for row in db.execute(
+                "SELECT id, session, started_at, finished_at, user_input, answer, stop_reason, "
+                "stop_detail FROM turns ORDER BY rowid"
+            ).fetchall()
+        ]
+        for row in rows:  # the tool calls: a JSON column in newer stores, a table in older
+            try:
+                found = db.execute("SELECT call_log FROM turns WHERE id = ?", (row["id"],))
+                row["calls"] = json.loads(found.fetchone()[0] or "[]")
+            except (sqlite3.Error, ValueError, TypeError):
+                with contextlib.suppress(sqlite3.Error):
+                    found = db.execute(
+                        "SELECT tool, status FROM tool_calls WHERE turn_id = ?", (row["id"],)
+                    )
+                    row["calls"] = [dict(c) for c in found.fetchall()]
+    return rows
 
 
 def stored_texts(home: Path) -> dict[str, list[str]]:
@@ -603,6 +617,10 @@ class Bench:
             self.proxy.close()
         if self.server is not None:
             self.server.stop()
+        if self.args.keep_homes:
+            say(f"data directories kept in {self.tmp}")
+        else:
+            shutil.rmtree(self.tmp, ignore_errors=True)
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[dict[str, Any]]:
@@ -828,7 +846,12 @@ class Bench:
             "requests": len(requests),
             "rejected": wire["failed"],
             "rejected_bodies": self.proxy.full_bodies[:5],
-            "server_deaths": len(self.server.deaths),
+            "server_deaths": sum(not d["phase"].startswith("probe") for d in self.server.deaths),
+            "probe_server_deaths": sum(d["phase"].startswith("probe") for d in self.server.deaths),
+            "tool_calls": sum(len(t.get("calls") or []) for t in turns),
+            "tool_calls_by_status": _count(
+                c.get("status") for t in turns for c in t.get("calls") or []
+            ),
             "server_death_logs": self.server.deaths,
             "max_in_flight": wire["max_in_flight"],
             "abandoned": wire["abandoned"],
@@ -992,7 +1015,11 @@ def docs_block(results: dict[str, Any], key: str) -> str:
     rows = [
         ("requests sent (chat completions)", v["requests"]),
         ("rejected by the server (4xx/5xx, or no answer)", v["rejected"]),
-        ("server process deaths", v["server_deaths"]),
+        ("server process deaths (during the product's scenarios)", v["server_deaths"]),
+        (
+            "tool calls executed",
+            f"{v['tool_calls']} ({_fmt_counts(v['tool_calls_by_status'])})",
+        ),
         ("most requests of ours in flight at the server", v["max_in_flight"]),
         ("requests our side abandoned while the server computed", v["abandoned"]),
         ("replies cut by max_tokens (finish_reason length)", v["finish_length"]),
@@ -1083,6 +1110,7 @@ def main() -> int:
     parser.add_argument(
         "--docs-key", default="current", help="which measured block of the docs to rewrite"
     )
+    parser.add_argument("--keep-homes", action="store_true", help="keep the data directories")
     parser.add_argument("--from-json", help="only rewrite the docs block from earlier results")
     args = parser.parse_args()
     if args.from_json:
