@@ -162,7 +162,8 @@ class Backend:
     """Where a command runs: the daemon that owns the data directory, or this process."""
 
     def __init__(self) -> None:
-        from assistant.client import data_home, discover
+        from assistant.client import discover
+        from assistant.paths import data_home
 
         self.client = discover(data_home(), notice=lambda text: print(text, file=sys.stderr))
         self._local: Any = None
@@ -253,7 +254,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 def _offer_confirmations(backend: Backend, outcome: dict[str, Any]) -> None:
     """A yes at the chat prompt confirms what the turn left pending (SPEC S2)."""
-    from assistant.commands import CommandError
+    from assistant.errors import CommandError
 
     for call in outcome["tool_calls"]:
         if call["status"] != "pending_confirmation":

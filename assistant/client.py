@@ -1,7 +1,7 @@
 """The light client: finds the daemon that owns the data directory and calls its API.
 
 Every CLI command goes through here first, so it imports only the standard library and
-`assistant.commands` (light at module level): no pydantic, chromadb, openai or fastapi
+`assistant.errors` and `assistant.paths` (both light): no pydantic, chromadb, openai or fastapi
 (tests/test_daemon_client.py holds that). The daemon publishes `api.json` (url, pid,
 started) once its API answers, and a bearer token in `api.token` (0600). A file left by a
 dead process means no daemon; a live daemon that is still starting is waited for.
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assistant.commands import CommandError
+from assistant.errors import CommandError
+from assistant.paths import data_home as data_home  # re-exported: the CLI resolves it here
 
-APP_NAME = "assistant"
 API_FILE = "api.json"
 TOKEN_FILE = "api.token"
 OWNER_FILE = "assistant.pid"  # memory.lock.PID_NAME: "PID ROLE", read without filelock
@@ -63,16 +63,6 @@ ROUTES: dict[str, tuple[str, str]] = {
 LONG_OPERATIONS = frozenset(
     {"ask", "end_session", "jobs_run", "memory_reindex", "confirm", "vault_index", "vault_search"}
 )
-
-
-def data_home(environ: Mapping[str, str] | None = None) -> Path:
-    """`ASSISTANT_HOME`, else the platform's user data directory."""
-    environ = os.environ if environ is None else environ
-    if environ.get("ASSISTANT_HOME"):
-        return Path(environ["ASSISTANT_HOME"]).expanduser()
-    from platformdirs import user_data_dir
-
-    return Path(user_data_dir(APP_NAME, appauthor=False))
 
 
 def pid_alive(pid: int) -> bool:

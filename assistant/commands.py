@@ -3,8 +3,8 @@ data, so the CLI prints the same thing whether the daemon or this process served
 
 An operation receives `Services`: the daemon's (`assistant.daemon.process.Daemon`) or
 `LocalServices`, opened in this process for one CLI command when no daemon owns the data
-directory. The module level stays light: the CLI client imports `CommandError` from here
-on every call, so each operation imports what it needs.
+directory. The module level stays light (each operation imports what it needs); `CommandError`
+lives in `assistant.errors` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from assistant.errors import AssistantError
+from assistant.errors import CommandError
 
 if TYPE_CHECKING:
     from assistant.app import Assistant
@@ -21,15 +21,6 @@ if TYPE_CHECKING:
     from assistant.outcome import TurnOutcome
     from assistant.traces import TraceStore
     from memory.conclusions import Conclusion, ConclusionStore
-
-
-class CommandError(AssistantError):
-    """An operation that cannot be done; `code` names why, `status` is its HTTP status."""
-
-    def __init__(self, code: str, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.code = code
-        self.status = status
 
 
 class Services(Protocol):

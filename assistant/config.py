@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from assistant.errors import ConfigError
+from assistant.paths import data_home
 from memory.compression_settings import CompressionSettings
 
 CONFIG_FILE_NAME = "config.toml"
@@ -50,8 +51,31 @@ class ModelSettings(_Section):
     api_key: str | None = None
     name: str = "gpt-4o-mini"
     temperature: float = Field(0.2, ge=0, le=2)
-    timeout_s: float = Field(60.0, gt=0)
-    max_retries: int = Field(3, ge=0, le=10)
+    timeout_s: float = Field(
+        60.0,
+        gt=0,
+        description="Longest silence from the server: before the first streamed "
+        "chunk and between chunks (the turn's budget bounds the whole answer).",
+    )
+    max_retries: int = Field(3, ge=0, le=10, description="Retries of 429, 502-504, refused.")
+    # issue 12: requests real servers accept
+    max_tokens: int = Field(
+        1024, ge=16, le=1_000_000, description="Cap on one reply's tokens (summaries too)."
+    )
+    tool_choice: Literal["auto", "required", "none"] = Field(
+        "auto", description="Sent whenever tools are offered (some servers ignore tools without)."
+    )
+    parallel_tool_calls: bool | None = Field(None, description="Sent only when set.")
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict, description="Provider-specific request fields, passed through."
+    )
+    system_role: Literal["system", "developer", "user"] = Field(
+        "system", description="How our context is sent: 'user' for templates that drop system."
+    )
+    context_window: int | None = Field(
+        None, ge=512, description="The server's context in tokens; requests are kept under it."
+    )
+    stream: bool = Field(True, description="Stream replies (falls back when refused).")
 
     @property
     def offline(self) -> bool:
@@ -219,10 +243,8 @@ class Settings(_Section):
 
 
 def default_home(environ: Mapping[str, str] | None = None) -> Path:
-    """The rule lives with the light client, which must find the data directory without
-    importing pydantic (it runs on every CLI call to a daemon)."""
-    from assistant.client import data_home
-
+    """The data directory; the rule is `assistant.paths.data_home`, which the light client
+    shares without importing pydantic (it runs on every CLI call to a daemon)."""
     return data_home(environ)
 
 

@@ -12,6 +12,19 @@ class AssistantError(Exception):
     """Base of every error the CLI reports as a clear one-line message."""
 
 
+class CommandError(AssistantError):
+    """An operation that cannot be done; `code` names why, `status` is its HTTP status.
+
+    Raised by the operations, the job book and the light client alike, so it lives here
+    rather than with any of them.
+    """
+
+    def __init__(self, code: str, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.code = code
+        self.status = status
+
+
 class ConfigError(AssistantError):
     """The configuration (file or environment) is missing, unreadable or invalid."""
 
@@ -39,12 +52,27 @@ class ModelServerError(ModelError):
 
 
 class ModelRequestError(ModelError):
-    """The endpoint rejected the request (bad key, unknown model, bad payload)."""
+    """The endpoint rejected the request (bad key, unknown model, bad payload); `status`
+    is the HTTP status when the server sent one."""
 
     code = "MODEL_REQUEST_REJECTED"
+    status: int | None = None
 
 
 class ModelReplyError(ModelError):
     """The endpoint answered with something that is not a usable chat completion."""
 
     code = "MODEL_BAD_REPLY"
+
+
+class ModelContextOverflow(ModelRequestError):
+    """The request does not fit the model's context window (the server said so, or our
+    estimate against `[model] context_window` did): compress and try once more."""
+
+    code = "MODEL_CONTEXT_OVERFLOW"
+
+
+class ModelEmptyReply(ModelReplyError):
+    """The model answered nothing, even when asked again without tools."""
+
+    code = "MODEL_EMPTY_REPLY"

@@ -16,8 +16,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assistant.config import LoopLimits
-from assistant.errors import ModelError
+from assistant.errors import ModelContextOverflow, ModelEmptyReply, ModelError
 from assistant.grounding import check_answer, corrective_note
+from assistant.integrity import (
+    RUNTIME_NOTE,
+    TRUNCATED_DETAIL,
+    TRUNCATED_NOTE,
+    compacted,
+    composed_answer,
+    without_internal_notes,
+)
 from assistant.model import ChatModel, Message, ModelReply, Usage
 from assistant.outcome import GroundingCheck, StopReason, TurnOutcome
 from tools.base import ToolContext, ToolError
@@ -165,7 +173,7 @@ def run_turn(turn: Turn) -> TurnOutcome:
         while (stop := budget.before_request()) is None:
             reply = state.request(tools)
             if not reply.tool_calls:
-                return state.final(reply.content or "")
+                return state.final(reply)
             calls = [turn.runner.prepare(c.id, c.name, c.arguments) for c in reply.tool_calls]
             # a call that may change something is on disk before it runs, its result as
             # soon as it is back; read-only steps may ride with the next commit (M1)
@@ -197,9 +205,13 @@ class _TurnState:
         self.budget = budget
         self.messages: list[Message] = [{"role": "system", "content": turn.system_prompt}]
         self.messages.extend(turn.history)
+        self.turn_start = len(self.messages)  # where this turn's own messages begin
         self.calls: list[CallOutcome] = []
         self.usage = Usage()
         self.grounding: GroundingCheck | None = None
+        self.notes: list[str] = []  # our internal notes sent this turn: never shown
+        self.truncated = False
+        self.compacted = False
 
     def append(self, *messages: Message, persist: bool = True, durable: bool = False) -> None:
         self.messages.extend(messages)
@@ -217,6 +229,20 @@ class _TurnState:
         )
 
     def request(self, tools: list[dict[str, Any]] | None) -> ModelReply:
+        """One model request; a context-length refusal compacts the request once and
+        asks again."""
+        try:
+            return self._request(tools)
+        except ModelContextOverflow:
+            if self.compacted or self.budget.requests >= self.turn.limits.max_requests:
+                raise
+            self.compacted = True
+            own = len(self.messages) - self.turn_start
+            self.messages = compacted(self.messages, self.turn_start)
+            self.turn_start = len(self.messages) - own
+            return self._request(tools)
+
+    def _request(self, tools: list[dict[str, Any]] | None) -> ModelReply:
         index = self.budget.requests
         self.budget.requests += 1
         self.turn.recorder.before_request(index, self.messages)
@@ -241,8 +267,32 @@ class _TurnState:
         )
         return reply
 
-    def final(self, answer: str) -> TurnOutcome:
-        answer = self.grounded(answer) or "(the model returned an empty answer)"
+    def usable(self, reply: ModelReply) -> str:
+        """The reply's answer text without echoes of our notes ('' when nothing is left)."""
+        self.truncated = reply.truncated
+        return without_internal_notes(reply.content or "", self.notes)
+
+    def final(self, reply: ModelReply) -> TurnOutcome:
+        """The answer; an empty one is asked for once more without tools, else composed
+        from the tool results; never stored or shown as a placeholder."""
+        answer = self.usable(reply)
+        if not answer and self.budget.requests < self.turn.limits.max_requests:
+            try:
+                answer = self.usable(self.request(None))
+            except ModelError:
+                answer = ""
+        if answer:
+            answer = self.grounded(answer)
+        elif (composed := composed_answer(self.calls)) is not None:
+            answer, self.truncated = composed, False
+        else:
+            empty = ModelEmptyReply(
+                "the model reached its token limit ([model] max_tokens) before answering"
+                if self.truncated
+                else "the model returned an empty answer, also when asked again"
+            )
+            self.truncated = False
+            return self.finish(f"The model endpoint failed: {empty}", StopReason.MODEL_ERROR, empty)
         self.append({"role": "assistant", "content": answer})
         return self.finish(answer, StopReason.FINAL)
 
@@ -255,16 +305,21 @@ class _TurnState:
         self.grounding = GroundingCheck(mismatches=mismatches)
         if not mismatches or self.budget.requests >= self.turn.limits.max_requests:
             return answer
+        note = corrective_note(mismatches)
+        self.notes.append(note)
         self.messages.append({"role": "assistant", "content": answer})
-        self.messages.append({"role": "user", "content": corrective_note(mismatches)})
+        self.messages.append({"role": "user", "content": note})
         try:
             reply = self.request(None)
         except ModelError:
             return answer
         finally:
             del self.messages[-2:]
+        corrected = self.usable(reply)
+        if not corrected:
+            return answer
         self.grounding.corrected, self.grounding.original_answer = True, answer
-        return reply.content or answer
+        return corrected
 
     def wrap_up(self, stop: StopReason) -> TurnOutcome:
         """L8: say why tools stopped, then ask once more, without tools, for the answer."""
@@ -272,19 +327,25 @@ class _TurnState:
         if stop is StopReason.CANCELLED:
             return self.finish(f"Stopped: {why}.", stop, detail=why)
         note = (
-            f"[runtime note] Tools are no longer available in this turn: {why}. Give the "
+            f"{RUNTIME_NOTE} Tools are no longer available in this turn: {why}. Give the "
             "user the best answer you can from the tool results above, and say plainly "
             "what you could not finish."
         )
+        self.notes.append(note)
         self.append({"role": "user", "content": note}, persist=False)
+        error: ModelError | None = None
         try:
-            reply = self.request(None)
+            answer = self.usable(self.request(None))
         except ModelError as exc:
-            return self.finish(f"I had to stop: {why}, and the model failed: {exc}", stop, exc)
+            answer, error = "", exc
         self.messages.pop()
-        answer = reply.content or f"I had to stop before finishing: {why}."
+        if not answer:
+            answer, self.truncated = composed_answer(self.calls, why) or "", False
+        if not answer:
+            failed = f", and the model failed: {error}" if error else " before finishing"
+            return self.finish(f"I had to stop{failed}: {why}.", stop, error, detail=why)
         self.append({"role": "assistant", "content": answer})
-        return self.finish(answer, stop, detail=why)
+        return self.finish(answer, stop, error, detail=why)
 
     def finish(
         self,
@@ -293,6 +354,8 @@ class _TurnState:
         error: ModelError | None = None,
         detail: str | None = None,
     ) -> TurnOutcome:
+        if self.truncated:
+            answer, detail = f"{answer}\n\n{TRUNCATED_NOTE}", detail or TRUNCATED_DETAIL
         outcome = TurnOutcome(
             answer=answer,
             stop_reason=stop,
@@ -304,6 +367,7 @@ class _TurnState:
             stop_detail=str(error) if error else detail,
             error_code=error.code if error else None,
             grounding=self.grounding,
+            truncated=self.truncated,
         )
         self.turn.recorder.turn_finished(outcome)
         return outcome

@@ -45,13 +45,22 @@ class ModelReply:
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
     finish_reason: str | None = None
+    reasoning: str | None = None  # think text, kept out of `content` (trace and -v only)
+
+    @property
+    def truncated(self) -> bool:
+        """The server stopped at the token limit: the answer is cut."""
+        return self.finish_reason == "length"
 
     @cached_property
     def message(self) -> Message:
-        """The reply as a chat message, built once: the loop and its trace share it."""
+        """The reply as a chat message, built once: the loop and its trace share it. The
+        reasoning rides along for the trace; it is never stored as content or sent back."""
         message: Message = {"role": "assistant", "content": self.content}
         if self.tool_calls:
             message["tool_calls"] = [call.as_message_part() for call in self.tool_calls]
+        if self.reasoning:
+            message["reasoning_content"] = self.reasoning
         return message
 
 

@@ -46,6 +46,7 @@ class TurnOutcome:
     stop_detail: str | None = None
     error_code: str | None = None
     grounding: GroundingCheck | None = None
+    truncated: bool = False  # the answer was cut at the model's token limit
 
     @property
     def ok(self) -> bool:
@@ -57,6 +58,7 @@ class TurnOutcome:
             "stop_reason": self.stop_reason.value,
             "stop_detail": self.stop_detail,
             "error_code": self.error_code,
+            "truncated": self.truncated,
             "session": self.session,
             "turn_id": self.turn_id,
             "requests": self.requests,

@@ -14,13 +14,21 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from assistant.config import MemorySettings, Settings
+from assistant.config import MemorySettings, ModelSettings, Settings
 from assistant.model import ChatModel, Message
-from memory.compression import CompressionPolicy, SessionCompressor, extractive_summary
+from assistant.reasoning import split_reasoning
+from assistant.summary_check import summary_problems
+from memory.compression import (
+    CompressionPolicy,
+    SessionCompressor,
+    SummariserError,
+    extractive_summary,
+)
 from memory.compression_settings import CompressionSettings
 from memory.conclusions import Conclusion, ConclusionStore
 from memory.db import Database
-from memory.extraction import Candidate, Extracted, from_user_message
+from memory.extraction import Candidate, from_user_message
+from memory.hygiene import junk_reason
 from memory.index import LazyVectors, Vectors, Weights
 from memory.redact import Redactor
 from memory.working import WorkingMemory
@@ -31,8 +39,9 @@ SUMMARY_PROMPT = """\
 You keep the running summary of a conversation between a user and their assistant.
 Rewrite the summary so it covers the previous summary and the new messages below: the
 user's requests, the facts, numbers, names, paths and decisions established, and what is
-still open. Use at most 200 words, in the conversation's language. Reply with the summary
-text only."""
+still open. Use at most 200 words, in the conversation's language. State only what the
+messages say; do not copy them line by line and do not write role names ("user:").
+Reply with JSON only: {"summary": "..."}"""
 
 EXTRACTION_PROMPT = """\
 From the conversation below, list the lasting conclusions worth remembering in later
@@ -48,9 +57,77 @@ This summary is too long. Rewrite it in at most {words} words: keep the facts, n
 names, paths and decisions later turns may need, and what is still open; drop the rest."""
 
 
-def compression_policy(memory: MemorySettings) -> CompressionPolicy:
-    """The compression policy the settings ask for (SPEC M2 defaults otherwise)."""
-    return CompressionPolicy(**memory.model_dump(include=set(CompressionSettings.model_fields)))
+SUMMARY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"summary": {"type": "string", "description": "The running summary."}},
+    "required": ["summary"],
+}
+EXTRACTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "conclusions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string"},
+                    "kind": {"type": "string", "enum": ["fact", "preference", "decision", "note"]},
+                    "subject": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                },
+                "required": ["text", "kind"],
+            },
+        }
+    },
+    "required": ["conclusions"],
+}
+# what the prompt and tools around a history take, besides the history itself
+CONTEXT_RESERVE_TOKENS = 3000
+
+
+def compression_policy(
+    memory: MemorySettings, model: ModelSettings | None = None
+) -> CompressionPolicy:
+    """The compression policy the settings ask for (SPEC M2 defaults otherwise); with a
+    `[model] context_window`, the history's budget leaves room for the system prompt,
+    the tool schemas and the answer, so that every request fits."""
+    knobs = memory.model_dump(include=set(CompressionSettings.model_fields))
+    if model is not None and model.context_window is not None:
+        room = model.context_window - model.max_tokens - CONTEXT_RESERVE_TOKENS
+        knobs["token_budget"] = max(min(knobs["token_budget"], room), 100)
+        knobs["summary_max_tokens"] = max(
+            min(knobs["summary_max_tokens"], knobs["token_budget"] // 2), 50
+        )
+    return CompressionPolicy(**knobs)
+
+
+def ask_json(
+    model: ChatModel, messages: list[Message], schema: dict[str, Any], name: str, timeout_s: float
+) -> tuple[Any, str]:
+    """(parsed JSON or None, the raw text) of one structured request: through the
+    model's `complete_json` (response_format, with fallbacks) when it has one, else a
+    plain request; the text is repaired either way (weak models break JSON)."""
+    import json_repair
+
+    structured = getattr(model, "complete_json", None)
+    if callable(structured):
+        reply = structured(messages, schema, name=name, temperature=0.0, timeout_s=timeout_s)
+    else:
+        reply = model.complete(messages, None, temperature=0.0, timeout_s=timeout_s)
+    text = split_reasoning(reply.content)[0]
+    if not text:
+        return None, ""
+    try:
+        return json_repair.loads(text), text
+    except Exception:  # noqa: BLE001 - unrepairable text is handled as plain text
+        return None, text
+
+
+def _one_line(exc: BaseException, limit: int = 200) -> str:
+    """An exception as one short line (a pydantic dump spans many)."""
+    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    text = f"{type(exc).__name__}: {first}"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _transcript(messages: Sequence[Message]) -> str:
@@ -140,7 +217,7 @@ class MemoryService:
             database,
             working,
             extractive_summary if offline else self.summarise,
-            compression_policy(memory),
+            compression_policy(memory, settings.model),
             on_folded=self.extract_span,
             shrink=None if offline else self.shorten_summary,
         )
@@ -179,27 +256,40 @@ class MemoryService:
     # -- compression (M2, M3) ---------------------------------------------------------------
 
     def summarise(self, previous: str | None, messages: list[Message]) -> str:
+        """The model's new running summary, checked before it may be stored: a summary
+        that fails (`summary_problems`) raises, and the compressor keeps the history."""
         body = (f"Previous summary:\n{previous}\n\n" if previous else "") + (
-            f"New messages:\n{_transcript(messages)}"
+            f"Messages to add to it:\n{_transcript(messages)}"
         )
-        return self._ask_summariser(body)
+        summary = self._ask_summariser(body)
+        problems = summary_problems(summary, previous, messages)
+        if problems:
+            raise SummariserError("the summary was not stored: " + "; ".join(problems))
+        return summary
 
     def shorten_summary(self, summary: str, max_tokens: int) -> str:
         """Asked when a running summary grew past its cap: the model rewrites it shorter
         (the compressor cuts it if this fails or is still too long)."""
         words = max(max_tokens // 2, 20)
-        return self._ask_summariser(
+        shorter = self._ask_summariser(
             f"Previous summary:\n{summary}\n\n{SHORTEN_REQUEST.format(words=words)}"
         )
+        problems = summary_problems(shorter, summary, [])
+        if problems:
+            raise SummariserError("the shortened summary was not used: " + "; ".join(problems))
+        return shorter
 
     def _ask_summariser(self, body: str) -> str:
-        reply = self.model.complete(
+        parsed, text = ask_json(
+            self.model,
             [{"role": "system", "content": SUMMARY_PROMPT}, {"role": "user", "content": body}],
-            None,
-            temperature=0.0,
-            timeout_s=self.settings.model.timeout_s,
+            SUMMARY_SCHEMA,
+            "summary",
+            self.settings.model.timeout_s,
         )
-        return (reply.content or "").strip()
+        if isinstance(parsed, dict) and isinstance(parsed.get("summary"), str):
+            return parsed["summary"].strip()
+        return "" if text.lstrip().startswith("{") else text.strip()  # plain-text fallback
 
     # -- extraction (M9) ---------------------------------------------------------------------
 
@@ -215,29 +305,45 @@ class MemoryService:
             return rules
         try:
             return self._model_candidates(messages)
-        except Exception as exc:  # noqa: BLE001 - extraction must never break a turn
-            log.warning("conclusion extraction by the model failed, using rules: %s", exc)
+        except Exception as exc:
+            log.warning(
+                "conclusion extraction by the model failed, using rules: %s", _one_line(exc)
+            )
+            log.debug("extraction failure in full", exc_info=exc)
             return rules
 
     def _model_candidates(self, messages: Sequence[Message]) -> list[Candidate]:
-        import json_repair
-
-        reply = self.model.complete(
+        """The model's conclusions, each validated on its own: one bad item (a made-up
+        kind, a placeholder text) is dropped, not the whole batch."""
+        raw, text = ask_json(
+            self.model,
             [
                 {"role": "system", "content": EXTRACTION_PROMPT},
                 {"role": "user", "content": _transcript(messages)},
             ],
-            None,
-            temperature=0.0,
-            timeout_s=self.settings.model.timeout_s,
+            EXTRACTION_SCHEMA,
+            "conclusions",
+            self.settings.model.timeout_s,
         )
-        raw: Any = json_repair.loads(reply.content or "{}")
-        if isinstance(raw, list):
-            raw = {"conclusions": raw}
-        try:
-            return Extracted.model_validate(raw).conclusions
-        except ValidationError as exc:
-            raise ValueError(f"the model's conclusions did not validate: {exc}") from exc
+        if isinstance(raw, dict):
+            raw = raw.get("conclusions", [])
+        if not isinstance(raw, list):
+            raise ValueError(f"the model's reply holds no list of conclusions ({text[:60]!r})")
+        kept, dropped = [], 0
+        for item in raw:
+            try:
+                candidate = Candidate.model_validate(item)
+            except ValidationError as exc:
+                log.debug("extraction: item dropped: %s", exc)
+                dropped += 1
+                continue
+            if junk_reason(candidate.text) is None:
+                kept.append(candidate)
+            else:
+                dropped += 1
+        if dropped:
+            log.info("extraction: %d of %d conclusions dropped as invalid", dropped, len(raw))
+        return kept
 
     def extract_span(self, session: str, messages: list[dict[str, Any]]) -> int:
         stored = 0

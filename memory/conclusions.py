@@ -126,6 +126,9 @@ class Conclusion:
     superseded_by: str | None = None
     restated: int = 0
     score: float | None = field(default=None, compare=False)
+    # cosine similarity to the query (None: not among the nearest vectors); absolute,
+    # unlike the fused score, so a relevance floor can use it
+    similarity: float | None = field(default=None, compare=False)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Conclusion:
@@ -244,6 +247,7 @@ class ConclusionStore:
         depth = max(k * 4, 20) if asked else k
         hits = self.index.search(query, depth, where=clauses, params=params, weights=weights)
         scores = {hit.id: hit.score for hit in hits}
+        similarities = {hit.id: hit.similarity for hit in hits}
         if asked:
             for row in self.database.query(
                 f"SELECT id FROM conclusions o WHERE o.subject = ? AND ({clauses}) "
@@ -259,6 +263,7 @@ class ConclusionStore:
             if doc_id in by_id:
                 conclusion = by_id[doc_id]
                 conclusion.score = round(score, 6)
+                conclusion.similarity = similarities.get(doc_id)
                 found.append(conclusion)
         return _ordered(found, asked)[:k]
 

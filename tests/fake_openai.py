@@ -9,6 +9,14 @@ of scripted items, one per request received:
 - `delay(seconds, then)`: wait before answering `then` (for timeout tests);
 - any callable taking the parsed request body and returning one of the above.
 
+A request with `"stream": true` is answered as server-sent events in the chunk shape of
+the server's `shape` (OpenAI's, Ollama's or vLLM's documented streaming output), with an
+optional delay before the first chunk and a gap between chunks. A `Profile` makes the
+server behave like a real one that gets things wrong (issue 12): it rejects `content:
+null` with a 500, ignores tools without `tool_choice`, dies on large grammars, sends the
+legacy `function_call` field or HTML-escaped arguments, refuses `stream_options` or a
+`response_format` mode, or has a small context window.
+
 Every request body is recorded (parsed JSON) in arrival order. When the script is empty
 the server answers 500 with a message saying so (and `x-should-retry: false`, so the SDK
 does not retry it), which keeps a test from hanging on a missing reply.
@@ -24,7 +32,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 CHAT_PATH = "/v1/chat/completions"
 EMPTY_SCRIPT_MESSAGE = "fake_openai: the script has no reply left for this request"
@@ -43,6 +51,28 @@ class Completion:
     tool_calls: tuple[FakeToolCall, ...] = ()
     usage: dict[str, int] | None = None
     finish_reason: str | None = None
+    reasoning: str | None = None  # sent as `reasoning_content` (DeepSeek, vLLM)
+
+
+Shape = Literal["openai", "ollama", "vllm"]
+
+
+@dataclass
+class Profile:
+    """How far this server strays from OpenAI's behaviour (all off: a faithful server)."""
+
+    shape: Shape = "openai"
+    first_chunk_delay_s: float = 0.0
+    chunk_gap_s: float = 0.0
+    piece_chars: int = 4  # content characters per streamed chunk
+    reject_null_content: bool = False  # llama-cpp-python: HTTP 500, pydantic dump
+    tools_need_tool_choice: bool = False  # tools are ignored unless tool_choice is sent
+    max_schema_length: int | None = None  # a maxLength/maxItems above it kills the server
+    legacy_function_call: bool = False  # the first tool call as `function_call`
+    html_escaped_arguments: bool = False  # `&quot;` in the arguments
+    reject_stream_options: bool = False  # 400 on `stream_options`
+    json_modes: tuple[str, ...] = ("json_schema", "json_object")  # response_format accepted
+    context_window: int | None = None  # 400 when the prompt + max_tokens exceed it
 
 
 @dataclass(frozen=True)
@@ -76,8 +106,9 @@ def completion(
     *,
     usage: dict[str, int] | None = None,
     finish_reason: str | None = None,
+    reasoning: str | None = None,
 ) -> Completion:
-    return Completion(content, tuple(tool_calls), usage, finish_reason)
+    return Completion(content, tuple(tool_calls), usage, finish_reason, reasoning)
 
 
 def calls(*specs: tuple[str, str | dict[str, Any]], ids: list[str] | None = None) -> Completion:
@@ -115,9 +146,16 @@ def delay(seconds: float, then: Any) -> Delay:
     return Delay(seconds, then)
 
 
-def _completion_body(item: Completion, model: str) -> dict[str, Any]:
+def _completion_body(
+    item: Completion, model: str, profile: Profile | None = None
+) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": item.content}
-    if item.tool_calls:
+    if item.reasoning is not None:
+        message["reasoning_content"] = item.reasoning
+    if profile is not None and profile.legacy_function_call and item.tool_calls:
+        first = item.tool_calls[0]
+        message["function_call"] = {"name": first.name, "arguments": first.arguments}
+    elif item.tool_calls:
         message["tool_calls"] = [
             {
                 "id": call.id,
@@ -142,7 +180,8 @@ def _completion_body(item: Completion, model: str) -> dict[str, Any]:
 class FakeOpenAI:
     """The server object: `.base_url`, `.script(...)`, `.requests`, `.close()`."""
 
-    def __init__(self) -> None:
+    def __init__(self, profile: Profile | None = None) -> None:
+        self.profile = profile or Profile()
         self._lock = threading.Lock()
         self._script: deque[Item] = deque()
         self._requests: list[dict[str, Any]] = []
@@ -195,6 +234,10 @@ class FakeOpenAI:
             item = self._script.popleft() if self._script else None
         return item
 
+    def _put_back(self, item: Item) -> None:
+        with self._lock:
+            self._script.appendleft(item)
+
     def _resolve(self, item: Any, body: dict[str, Any]) -> Any:
         while callable(item):
             item = item(body)
@@ -221,6 +264,30 @@ class FakeOpenAI:
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     self.close_connection = True  # the client gave up (a timeout test)
+
+            def _stream(self, item: Completion, body: dict[str, Any]) -> None:
+                """Server-sent events, chunked, with the profile's delays."""
+                profile = fake.profile
+                chunks = stream_chunks(item, str(body.get("model", "fake")), profile, body)
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    self.wfile.flush()
+                    pause = profile.first_chunk_delay_s
+                    for data in [*map(json.dumps, chunks), "[DONE]"]:
+                        if pause and fake._stopping.wait(pause):
+                            self.close_connection = True
+                            return
+                        event = f"data: {data}\n\n".encode()
+                        self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+                        self.wfile.flush()
+                        pause = profile.chunk_gap_s
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True
 
             def _error(self, status: int, message: str, kind: str, headers=None) -> None:
                 body = {"error": {"message": message, "type": kind, "param": None, "code": None}}
@@ -251,11 +318,168 @@ class FakeOpenAI:
                 elif isinstance(item, HTTPError):
                     self._error(item.status, item.message, item.error_type, item.headers)
                 elif isinstance(item, Completion):
-                    self._send(200, _completion_body(item, str(body.get("model", "fake"))))
+                    refusal = _refusal(fake.profile, body)
+                    if refusal == "die":
+                        self.close_connection = True  # the server process is gone
+                        return
+                    if refusal is not None:
+                        fake._put_back(item)  # a refusal does not use up the scripted reply
+                        self._error(*refusal)
+                        return
+                    item = _as_served(fake.profile, item, body)
+                    if body.get("stream"):
+                        self._stream(item, body)
+                    else:
+                        model = str(body.get("model", "fake"))
+                        self._send(200, _completion_body(item, model, fake.profile))
                 else:
                     self._error(500, f"fake_openai: bad script item {item!r}", "server_error")
 
         return Handler
+
+
+# -- compatibility profiles ----------------------------------------------------------------
+
+LLAMA_CPP_NULL_CONTENT = (
+    "1 validation error for CreateChatCompletionRequest\nmessages.{index}."
+    "ChatCompletionRequestAssistantMessage.content\n  Input should be a valid string "
+    "[type=string_type, input_value=None, input_type=NoneType]"
+)
+
+
+def _schema_limits(value: Any) -> list[int]:
+    found: list[int] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in ("maxLength", "maxItems") and isinstance(item, int):
+                found.append(item)
+            found.extend(_schema_limits(item))
+    elif isinstance(value, list):
+        for item in value:
+            found.extend(_schema_limits(item))
+    return found
+
+
+def _prompt_tokens(body: dict[str, Any]) -> int:
+    text = json.dumps(body.get("messages", [])) + json.dumps(body.get("tools", []))
+    return len(text) // 4
+
+
+def _refusal(profile: Profile, body: dict[str, Any]) -> tuple[int, str, str] | str | None:
+    """What a misbehaving real server does to this request: an error, "die", or None."""
+    if profile.reject_null_content:
+        for index, message in enumerate(body.get("messages", [])):
+            if message.get("content", "") is None:
+                return 500, LLAMA_CPP_NULL_CONTENT.format(index=index), "server_error"
+    if profile.max_schema_length is not None and any(
+        limit > profile.max_schema_length for limit in _schema_limits(body.get("tools", []))
+    ):
+        return "die"
+    if profile.reject_stream_options and "stream_options" in body:
+        return 400, "stream_options: Extra inputs are not permitted", "invalid_request_error"
+    response_format = body.get("response_format") or {}
+    kind = response_format.get("type")
+    if kind in ("json_schema", "json_object") and kind not in profile.json_modes:
+        return 400, f"response_format type {kind!r} is not supported", "invalid_request_error"
+    if profile.context_window is not None:
+        wanted = _prompt_tokens(body) + int(body.get("max_tokens") or 0)
+        if wanted > profile.context_window:
+            return (
+                400,
+                f"Requested tokens ({wanted}) exceed context window of {profile.context_window}",
+                "invalid_request_error",
+            )
+    return None
+
+
+def _as_served(profile: Profile, item: Completion, body: dict[str, Any]) -> Completion:
+    """The scripted reply as this server would actually produce it."""
+    calls = item.tool_calls
+    if calls and profile.tools_need_tool_choice and "tool_choice" not in body:
+        # the tools never reached the prompt: the model just talks
+        return Completion("I would need a tool for that.", (), item.usage, "stop", item.reasoning)
+    if calls and profile.html_escaped_arguments:
+        calls = tuple(FakeToolCall(c.name, c.arguments.replace('"', "&quot;"), c.id) for c in calls)
+    return Completion(item.content, calls, item.usage, item.finish_reason, item.reasoning)
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), max(size, 1))]
+
+
+def stream_chunks(
+    item: Completion, model: str, profile: Profile, body: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The chat.completion.chunk objects a server of `profile.shape` streams for `item`."""
+    shape, size = profile.shape, profile.piece_chars
+    base = {
+        "id": f"chatcmpl-{next(_call_numbers)}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+    }
+    if shape == "ollama":
+        base["system_fingerprint"] = "fp_ollama"
+    include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        made = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        if shape == "openai":
+            made["choices"][0]["logprobs"] = None
+            if include_usage:
+                made["usage"] = None
+        return made
+
+    role = {"role": "assistant"}
+    out: list[dict[str, Any]] = []
+    if shape == "openai":
+        out.append(chunk({**role, "content": "", "refusal": None}))
+    elif shape == "vllm":
+        out.append(chunk({**role, "content": ""}))
+    for piece in _pieces(item.reasoning or "", size * 4):
+        out.append(chunk({"reasoning_content": piece, "content": None}))
+    for piece in _pieces(item.content or "", size):
+        out.append(chunk({**role, "content": piece} if shape == "ollama" else {"content": piece}))
+    if profile.legacy_function_call and item.tool_calls:
+        first = item.tool_calls[0]
+        out.append(chunk({"function_call": {"name": first.name, "arguments": ""}}))
+        for piece in _pieces(first.arguments, 8):
+            out.append(chunk({"function_call": {"arguments": piece}}))
+    else:
+        for index, call in enumerate(item.tool_calls):
+            opening = {"index": index, "id": call.id, "type": "function"}
+            if shape == "ollama":  # each call whole, in one chunk
+                function = {"name": call.name, "arguments": call.arguments}
+                out.append(
+                    chunk(
+                        {**role, "content": "", "tool_calls": [{**opening, "function": function}]}
+                    )
+                )
+                continue
+            function = (
+                {"name": call.name} if shape == "vllm" else {"name": call.name, "arguments": ""}
+            )
+            out.append(chunk({"tool_calls": [{**opening, "function": function}]}))
+            for piece in _pieces(call.arguments, 8):
+                out.append(
+                    chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+                )
+    finish = item.finish_reason or ("tool_calls" if item.tool_calls else "stop")
+    if profile.legacy_function_call and item.tool_calls:
+        finish = item.finish_reason or "function_call"
+    if shape == "ollama" and finish == "tool_calls":
+        finish = "stop"  # Ollama's OpenAI layer reports "stop" after tool calls
+    last = (
+        {**role, "content": ""}
+        if shape == "ollama"
+        else ({"content": ""} if shape == "vllm" else {})
+    )
+    out.append(chunk(last, finish))
+    if include_usage:
+        usage = item.usage or {"prompt_tokens": 20, "completion_tokens": 5}
+        usage = {**usage, "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]}
+        out.append({**base, "choices": [], "usage": usage})
+    return out
 
 
 def assert_paired(messages: list[dict[str, Any]]) -> None:

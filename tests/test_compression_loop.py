@@ -21,7 +21,7 @@ def _brain(request: dict[str, Any]) -> Any:
     """Summarise when asked to; otherwise three parallel calls, then an answer."""
     messages = request["messages"]
     if messages[0]["content"] == SUMMARY_PROMPT:
-        return completion("Summary: the user asked for sums; results were 3, 7 and 11.")
+        return completion("Summary: the user asked for sums; results were 2, 4 and 6.")
     if messages[-1]["role"] == "user":
         return calls(*[("calc_evaluate", {"expression": f"{n}+{n}"}) for n in (1, 2, 3)])
     return completion("The sums are 2, 4 and 6.")
@@ -104,7 +104,7 @@ def _warehouse_brain(request: dict[str, Any]) -> Any:
         body = messages[1]["content"]
         if re.search(r"at most \d+ words", body):
             return completion("The user asked about warehouses W1 onwards; all were answered.")
-        return completion(" ".join(f"Warehouse note {i}: stock was reported." for i in range(300)))
+        return completion(" ".join("Warehouse stock was reported once more." for _ in range(300)))
     if messages[0]["content"] == EXTRACTION_PROMPT:
         return completion('{"conclusions": []}')
     last = messages[-1]
@@ -173,7 +173,7 @@ def test_a_long_model_summary_is_shortened_by_the_model(
         if r["messages"][0]["content"] == SUMMARY_PROMPT
         and "at most" in r["messages"][1]["content"]
     ]
-    assert len(shorten) == 1 and "Warehouse note 299" in shorten[0]["messages"][1]["content"]
+    assert len(shorten) == 1 and "once more" in shorten[0]["messages"][1]["content"]
     latest = assistant.memory.compressor.latest("w")
     assert latest is not None
     assert latest.text == "The user asked about warehouses W1 onwards; all were answered."

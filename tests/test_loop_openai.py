@@ -546,16 +546,16 @@ def test_a_rate_limited_request_is_retried_and_the_turn_succeeds(fake_openai, ma
 
 
 def test_a_persistent_server_error_ends_the_turn_with_a_model_error(fake_openai, make_assistant):
-    fake_openai.script(*[http_error(500, "upstream exploded") for _ in range(3)])
+    fake_openai.script(*[http_error(502, "upstream exploded") for _ in range(3)])
     assistant = make_assistant(max_retries=2)
     outcome = assistant.ask("hi")
 
-    assert len(fake_openai.requests) == 3  # the first try and two retries
+    assert len(fake_openai.requests) == 3  # the first try and two retries (502 is retried)
     assert outcome.stop_reason is StopReason.MODEL_ERROR
     assert not outcome.ok
     assert outcome.error_code == "MODEL_SERVER_ERROR"
     assert fake_openai.base_url in outcome.stop_detail
-    assert "HTTP 500" in outcome.stop_detail
+    assert "HTTP 502" in outcome.stop_detail
     assert "upstream exploded" in outcome.stop_detail
     traced = assistant.traces.turn(outcome.turn_id)
     assert traced["stop_reason"] == "model_error"

@@ -15,6 +15,8 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, create_model, model_validator
 
+from tools.schema_subset import make_portable
+
 
 class ToolError(Exception):
     """A failure the model should see as data: `{"error": code, "detail": detail}`."""
@@ -120,7 +122,9 @@ class Tool:
 
     @cached_property
     def parameters_schema(self) -> dict[str, Any]:
-        schema = _strip_titles(self.args_model.model_json_schema())
+        """The argument model's schema in the portable subset grammar-based servers take
+        (`tools.schema_subset`); pydantic still enforces every dropped limit."""
+        schema = make_portable(_strip_titles(self.args_model.model_json_schema()))
         schema.setdefault("properties", {})
         return schema
 

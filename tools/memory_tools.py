@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from memory.conclusions import Conclusion, ConclusionStore
+from memory.hygiene import junk_reason
 from tools.base import Tool, ToolArgs, ToolContext, ToolError, tool
 
 
@@ -73,6 +74,9 @@ def memory_tools(store: ConclusionStore) -> list[Tool]:
         A restatement updates the existing memory; a new value for the same subject
         replaces the old one (kept as history). Confirm briefly to the user what you stored.
         """
+        junk = junk_reason(args.text)
+        if junk is not None:
+            raise ToolError("INVALID_ARGUMENTS", f"{junk}; nothing was stored")
         remembered = store.remember(
             args.text,
             kind=args.kind,

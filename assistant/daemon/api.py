@@ -29,9 +29,9 @@ from fastapi.security import HTTPBearer
 from pydantic import BaseModel, Field
 
 from assistant import __version__, commands
-from assistant.commands import CommandError, Services
+from assistant.commands import Services
 from assistant.daemon.workqueue import QueueClosed
-from assistant.errors import AssistantError
+from assistant.errors import AssistantError, CommandError
 from memory.errors import StorageError
 
 log = logging.getLogger(__name__)

@@ -40,8 +40,8 @@ from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from assistant.commands import CommandError
 from assistant.config import Settings
+from assistant.errors import CommandError
 from memory.db import Database, Migrations
 
 log = logging.getLogger(__name__)

@@ -143,11 +143,21 @@ class ThrottledModel:
         *,
         temperature: float,
         timeout_s: float,
+        on_delta: Callable[[str], None] | None = None,
     ) -> ModelReply:
+        streaming = {} if on_delta is None else {"on_delta": on_delta}
         with self._slots:
             return self.inner.complete(
-                messages, tools, temperature=temperature, timeout_s=timeout_s
+                messages, tools, temperature=temperature, timeout_s=timeout_s, **streaming
             )
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+        value = getattr(self.inner, name)
+        if name == "complete_json":  # structured requests take a slot too (D4)
+
+            def throttled(*args: Any, **kwargs: Any) -> Any:
+                with self._slots:
+                    return value(*args, **kwargs)
+
+            return throttled
+        return value

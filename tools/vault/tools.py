@@ -9,6 +9,7 @@ synonyms models use (folder/dir/path, note/file/title, text/content/body).
 from __future__ import annotations
 
 import datetime as dt
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -236,6 +237,42 @@ def _safe_preview(plan: Callable[[Any], list[Change]], vault: Vault) -> Any:
     return preview
 
 
+_PLACEHOLDER_NAMES = frozenset(
+    {
+        "title",
+        "untitled",
+        "note",
+        "new note",
+        "path",
+        "name",
+        "filename",
+        "file",
+        "string",
+        "example",
+        "placeholder",
+        "todo",
+        "none",
+        "null",
+    }
+)
+
+
+def refuse_placeholder_name(path: str) -> None:
+    """A weak model called vault_create with its own name as the title and made
+    `vault_create.md`: a note named after a tool or a placeholder is refused, with an
+    error the model sees, before anything is written."""
+    stem = path.replace("\\", "/").rsplit("/", 1)[-1].strip()
+    if stem.lower().endswith(".md"):
+        stem = stem[:-3]
+    bare = stem.strip(" <>{}[]()'\"`*_-.").lower()
+    if not bare or bare in _PLACEHOLDER_NAMES or re.fullmatch(r"(vault|memory|calc)_[a-z_]+", bare):
+        raise ToolError(
+            "INVALID_ARGUMENTS",
+            f"{path!r} is a tool name or a placeholder, not a note title: give the note a "
+            "real title from the user's request; nothing was created",
+        )
+
+
 def _with_frontmatter(content: str, data: dict[str, Any] | None) -> str:
     if not data:
         return content
@@ -321,6 +358,7 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         replaces an existing note: if the path is taken it fails, and you should append
         (vault_append) or ask the user before overwriting. Tell the user the path.
         """
+        refuse_placeholder_name(args.path)
         content = _with_frontmatter(args.content, args.frontmatter)
         result = vault.apply(vault.plan_create(args.path, content), actor=context.session or None)
         return _written(result, "created")
@@ -445,6 +483,7 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
             )
             folder = (args.folder or "").strip().strip("/")
             target = f"{folder}/{name}" if folder else name
+        refuse_placeholder_name(target)
         source, plan = vault.plan_template(args.template, target, variables=args.variables)
         result = vault.apply(plan, actor=context.session or None)
         content = plan[0].after or ""
