@@ -15,9 +15,10 @@ from typing import Any
 
 from assistant.config import Settings
 from assistant.errors import ConfigError
+from assistant.events import TurnObserver
 from assistant.loop import SYSTEM_PROMPT, Turn, run_turn
 from assistant.model import ChatModel
-from assistant.outcome import TurnOutcome
+from assistant.outcome import StopReason, TurnOutcome
 from assistant.remembering import MemoryService, VectorSpace
 from assistant.traces import Recorder, TraceStore
 from memory.db import Database
@@ -168,7 +169,12 @@ class Assistant:
         trigger: dict[str, Any] | None = None,
         cancel: threading.Event | None = None,
         unattended: bool = False,
+        observer: TurnObserver | None = None,
+        settle: bool = True,
     ) -> TurnOutcome:
+        """One turn. With `settle=False` the memory work it leaves (compression) is the
+        caller's to run, with `after_turn`, once the answer is out (SPEC: off the answer
+        path)."""
         session = session or new_session_id()
         if self.memory is not None:
             context = self.memory.compressor.context(session)
@@ -195,15 +201,27 @@ class Assistant:
             temperature=self.settings.model.temperature,
             cancel=cancel,
             unattended=unattended,
+            observer=observer,
         )
         try:
             outcome = run_turn(turn)
         except BaseException:
             recorder.save_what_ran()
             raise
-        if self.memory is not None and outcome.ok:
-            self.memory.compressor.maybe_compress(session)
+        if settle:
+            self.after_turn(outcome)
         return outcome
+
+    def after_turn(self, outcome: TurnOutcome, *, end_session: bool = False) -> int:
+        """The memory work a turn leaves: compress its session's history and, when the
+        turn ended the session, keep its conclusions (M9). Slow with a real model (one or
+        two requests), so it runs after the answer is shown; the conclusions stored."""
+        if self.memory is None or not outcome.ok:  # a failed turn says nothing worth keeping
+            return 0
+        self.memory.compressor.maybe_compress(outcome.session)
+        if end_session and outcome.stop_reason is not StopReason.CANCELLED:
+            return self.end_session(outcome.session)
+        return 0
 
     def confirm(self, action_id: str, *, unattended: bool = False) -> PendingAction:
         """Run a pending dangerous action the user said yes to (SPEC S2)."""

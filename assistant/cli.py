@@ -22,6 +22,7 @@ from assistant import __version__
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report a SIGINT
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -186,6 +187,23 @@ class Backend:
             self._local = LocalServices(load_settings())
         return OPERATIONS[operation](self._local, **params)
 
+    def ask(self, text: str, session: str | None, observer: Any = None) -> dict[str, Any]:
+        """A turn whose events `observer` sees as they happen (the daemon streams them)."""
+        if observer is None:
+            return self.call("ask", text=text, session=session)
+        if self.client is not None:
+            return self.client.ask_stream({"text": text, "session": session}, observer)
+        return self.call("ask", text=text, session=session, observer=observer)
+
+    def settle(self, *, spinner: bool = False) -> None:
+        """In this process, the memory work the turns left runs now, after their answers
+        were printed; the daemon queues it by itself."""
+        if self._local is not None:
+            from assistant.live import working
+
+            with working("saving what this conversation concluded…", enabled=spinner):
+                self._local.settle()
+
 
 def _call(operation: str, **params: Any) -> Any:
     with Backend() as backend:
@@ -205,23 +223,38 @@ def _pending_notes(outcome: dict[str, Any]) -> None:
             )
 
 
+def _turn(backend: Backend, args: argparse.Namespace, text: str, session: str | None) -> Any:
+    """One turn, shown as it happens where `assistant.live` says so; (outcome, view)."""
+    from assistant.live import view_for
+
+    view = view_for(args)
+    try:
+        return backend.ask(text, session, view), view
+    finally:
+        if view is not None:
+            view.close()
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
-    outcome = _call("ask", text=" ".join(args.text), session=args.session)
-    failed = outcome["stop_reason"] == "model_error"
-    if args.json:
-        _print_json(outcome)
-    elif not failed:
-        print(outcome["answer"])
-    if failed:
-        print(f"error: {outcome['stop_detail']}", file=sys.stderr)
-        return EXIT_ERROR
-    _pending_notes(outcome)
-    if outcome["stop_reason"] != "final":
-        print(
-            f"note: stopped early ({outcome['stop_reason']}): {outcome['stop_detail']}",
-            file=sys.stderr,
-        )
-    return 0
+    with Backend() as backend:
+        outcome, view = _turn(backend, args, " ".join(args.text), args.session)
+        failed = outcome["stop_reason"] == "model_error"
+        if args.json:
+            _print_json(outcome)
+        elif not failed and not (view is not None and view.shown):
+            print(outcome["answer"])
+        sys.stdout.flush()  # the answer is out before the memory work below
+        if failed:
+            print(f"error: {outcome['stop_detail']}", file=sys.stderr)
+            return EXIT_ERROR
+        _pending_notes(outcome)
+        if outcome["stop_reason"] != "final":
+            print(
+                f"note: stopped early ({outcome['stop_reason']}): {outcome['stop_detail']}",
+                file=sys.stderr,
+            )
+        backend.settle(spinner=view is not None and view.tokens)
+    return EXIT_ERROR if outcome["stop_reason"] == "cancelled" else 0
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
@@ -239,14 +272,16 @@ def cmd_chat(args: argparse.Namespace) -> int:
                     break
                 if not text or text in {"exit", "quit", "/exit", "/quit"}:
                     break
-                outcome = backend.call("ask", text=text, session=session)
-                if outcome["stop_reason"] != "model_error":
-                    print(outcome["answer"], flush=True)
-                else:
+                outcome, view = _turn(backend, args, text, session)
+                if outcome["stop_reason"] == "model_error":
                     print(f"error: {outcome['stop_detail']}", file=sys.stderr, flush=True)
+                elif not (view is not None and view.shown):
+                    print(outcome["answer"], flush=True)
                 _offer_confirmations(backend, outcome)
+                backend.settle()
         except KeyboardInterrupt:
             print(file=sys.stderr)
+            return EXIT_INTERRUPTED
         finally:
             backend.call("end_session", session=session)
     return 0
@@ -562,11 +597,9 @@ COMMANDS = {
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_LogLine("%(levelname)s %(name)s: %(message)s", full=args.verbose))
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[handler])
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
@@ -584,3 +617,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `assistant vault list | head`: the reader left; not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # a bug, not a user error: one line, the traceback with -v
+        if args.verbose:
+            logging.exception("unexpected error")
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        print(f"error: {type(exc).__name__}: {first} (details with -v)", file=sys.stderr)
+        return EXIT_ERROR
+
+
+class _LogLine(logging.Formatter):
+    """A log record as one line (its first), unless -v asked for the details: a warning
+    must not bury the answer under a multi-line dump."""
+
+    def __init__(self, fmt: str, *, full: bool) -> None:
+        super().__init__(fmt)
+        self.full = full
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        if self.full:
+            return text
+        lines = text.splitlines() or [""]
+        return lines[0] + (" (details with -v)" if len(lines) > 1 else "")

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant.errors import CommandError
+from assistant.events import TurnEvent, from_dict
 from assistant.paths import data_home as data_home  # re-exported: the CLI resolves it here
 
 API_FILE = "api.json"
@@ -139,6 +140,54 @@ class DaemonClient:
                 503,
             ) from None
         return json.loads(payload) if payload else None
+
+    def ask_stream(
+        self, params: Mapping[str, Any], on_event: Callable[[TurnEvent], None]
+    ) -> dict[str, Any]:
+        """`ask` through `POST /ask/stream`: each event goes to `on_event` as its line
+        arrives; the outcome (what `ask` returns), or its CommandError."""
+        body = {k: v for k, v in params.items() if v is not None}
+        request = urllib.request.Request(
+            self.url + "/ask/stream",
+            data=json.dumps(body).encode("utf-8"),
+            method="POST",
+            headers={
+                "Authorization": f"Bearer {self.token}",
+                "Content-Type": "application/json",
+                "Accept": "application/x-ndjson",
+            },
+        )
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        try:
+            with opener.open(request, timeout=LONG_TIMEOUT_S) as response:
+                for raw in response:  # one line per event, read as it arrives
+                    data = json.loads(raw) if raw.strip() else None
+                    if not isinstance(data, dict):
+                        continue
+                    kind = data.get("event")
+                    if kind == "outcome":
+                        return data["outcome"]
+                    if kind == "error":
+                        status = int(data.get("status") or 500)
+                        raise CommandError(str(data.get("error")), str(data.get("detail")), status)
+                    if (event := from_dict(data)) is not None:
+                        on_event(event)
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:  # a daemon from before streaming: ask it the old way
+                return self.call("ask", params)
+            raise _error_from(exc) from None
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise CommandError(
+                "DAEMON_UNREACHABLE",
+                f"the daemon (pid {self.pid}) at {self.url} stopped answering: {reason}",
+                503,
+            ) from None
+        raise CommandError(
+            "DAEMON_STREAM_CUT",
+            f"the daemon (pid {self.pid}) ended the answer's stream before the outcome",
+            502,
+        )
 
     def healthy(self) -> bool:
         try:

@@ -15,9 +15,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from assistant.errors import CommandError
 
 if TYPE_CHECKING:
+    import threading
+
     from assistant.app import Assistant
     from assistant.config import Settings
     from assistant.daemon.jobs import JobBook, RunHistory
+    from assistant.events import TurnObserver
     from assistant.outcome import TurnOutcome
     from assistant.traces import TraceStore
     from memory.conclusions import Conclusion, ConclusionStore
@@ -41,7 +44,18 @@ class Services(Protocol):
     @property
     def job_history(self) -> RunHistory: ...
 
-    def run_turn(self, text: str, *, session: str | None, end_session: bool) -> TurnOutcome: ...
+    def run_turn(
+        self,
+        text: str,
+        *,
+        session: str | None,
+        end_session: bool,
+        observer: TurnObserver | None = None,
+        cancel: threading.Event | None = None,
+    ) -> TurnOutcome:
+        """The turn's outcome as soon as its answer is there; the memory work it leaves
+        (compression, and at a session's end extraction) runs after that."""
+        ...
 
     def end_session(self, session: str) -> int: ...
 
@@ -55,11 +69,21 @@ class Services(Protocol):
 # -- turns and sessions -------------------------------------------------------------------------
 
 
-def ask(services: Services, text: str, session: str | None = None) -> dict[str, Any]:
-    """One turn; a turn without a session is a one-shot session, ended (M9) right after."""
+def ask(
+    services: Services,
+    text: str,
+    session: str | None = None,
+    observer: TurnObserver | None = None,
+    cancel: threading.Event | None = None,
+) -> dict[str, Any]:
+    """One turn; a turn without a session is a one-shot session, ended (M9) right after.
+    `observer` sees the turn's events (`assistant.events`) as they happen; setting
+    `cancel` stops the turn (`cancelled`)."""
     if not text.strip():
         raise CommandError("EMPTY", "the question is empty")
-    outcome = services.run_turn(text, session=session, end_session=session is None)
+    outcome = services.run_turn(
+        text, session=session, end_session=session is None, observer=observer, cancel=cancel
+    )
     return {**outcome.as_dict(), "served_by": services.served_by}
 
 
@@ -367,7 +391,9 @@ class LocalServices:
     """The stores opened in this process for one CLI command (no daemon is running).
 
     Each part opens on first use: `trace` reads the database without taking the data
-    directory's lock, everything else opens the `Assistant` (which takes it).
+    directory's lock, everything else opens the `Assistant` (which takes it). The memory
+    work a turn leaves waits in `_after` until `settle()` (the CLI calls it once the
+    answer is printed; `close()` does, for anyone who did not).
     """
 
     served_by = "in-process"
@@ -378,6 +404,7 @@ class LocalServices:
         self._jobs: JobBook | None = None
         self._history: RunHistory | None = None
         self._reader: Any = None
+        self._after: list[Callable[[], Any]] = []
 
     def __enter__(self) -> LocalServices:
         return self
@@ -422,11 +449,26 @@ class LocalServices:
             self._history = RunHistory(self.assistant.database)
         return self._history
 
-    def run_turn(self, text: str, *, session: str | None, end_session: bool) -> TurnOutcome:
-        outcome = self.assistant.ask(text, session=session)
-        if end_session and outcome.ok:  # a failed turn says nothing worth keeping
-            self.assistant.end_session(outcome.session)
+    def run_turn(
+        self,
+        text: str,
+        *,
+        session: str | None,
+        end_session: bool,
+        observer: TurnObserver | None = None,
+        cancel: threading.Event | None = None,
+    ) -> TurnOutcome:
+        assistant = self.assistant
+        outcome = assistant.ask(
+            text, session=session, observer=observer, cancel=cancel, settle=False
+        )
+        self._after.append(lambda: assistant.after_turn(outcome, end_session=end_session))
         return outcome
+
+    def settle(self) -> None:
+        """Run the memory work the turns left, in order (their answers are out)."""
+        while self._after:
+            self._after.pop(0)()
 
     def end_session(self, session: str) -> int:
         return self.assistant.end_session(session)
@@ -448,6 +490,12 @@ class LocalServices:
         return {"running": False}
 
     def close(self) -> None:
+        try:
+            self.settle()
+        finally:
+            self._close()
+
+    def _close(self) -> None:
         try:
             if self._jobs is not None:
                 self._jobs.shutdown()

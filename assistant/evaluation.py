@@ -66,6 +66,7 @@ import re
 import shutil
 import sys
 import tempfile
+import time
 import unicodedata
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -861,8 +862,21 @@ def run_from_cli(
         print(f"error: --vault {source} is not a folder", file=sys.stderr)
         return 2
 
+    total = sum(
+        1 for f in files for case in f.cases if not categories or case.category in categories
+    )
+    progress_at = [0, time.monotonic()]  # cases done, when the last one ended
+
     def show(result: CaseResult) -> None:
-        print(f"{result.status:<15} {result.case.id}", file=sys.stderr, flush=True)
+        """One line per case as it ends: where the run is, and how long the case took."""
+        now = time.monotonic()
+        progress_at[0] += 1
+        took, progress_at[1] = now - progress_at[1], now
+        print(
+            f"[{progress_at[0]}/{total}] {result.status:<15} {result.case.id} ({took:.1f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
 
     report = run_eval(
         files,

@@ -17,6 +17,14 @@ from typing import Any
 
 from assistant.config import LoopLimits
 from assistant.errors import ModelContextOverflow, ModelEmptyReply, ModelError
+from assistant.events import (
+    RequestStarted,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnObserver,
+    TurnStopped,
+)
 from assistant.grounding import check_answer, corrective_note
 from assistant.integrity import (
     RUNTIME_NOTE,
@@ -101,6 +109,7 @@ class Turn:
     tool_groups: Collection[str] | None = None
     unattended: bool = False
     clock: Callable[[], float] = time.monotonic
+    observer: TurnObserver | None = None  # sees the turn's events as they happen
 
 
 class TurnBudget:
@@ -180,7 +189,7 @@ def run_turn(turn: Turn) -> TurnOutcome:
             effects = any(c.has_effects for c in calls)
             state.append(reply.message, durable=effects)
             refusals = [reason for call in calls if (reason := budget.admit(call))]
-            outcomes = turn.runner.run(calls, state.context_for, budget.deadline)
+            outcomes = state.run_tools(calls)
             state.append(
                 *(
                     {"role": "tool", "tool_call_id": o.call_id, "content": o.content}
@@ -228,11 +237,22 @@ class _TurnState:
             unattended=turn.unattended,
         )
 
-    def request(self, tools: list[dict[str, Any]] | None) -> ModelReply:
+    def run_tools(self, calls: list[PreparedCall]) -> list[CallOutcome]:
+        observer = self.turn.observer
+        if observer is not None:
+            for call in calls:
+                observer(ToolStarted(call.name, call.call_id))
+        outcomes = self.turn.runner.run(calls, self.context_for, self.budget.deadline)
+        if observer is not None:
+            for done in outcomes:
+                observer(ToolFinished(done.name, done.call_id, done.status, done.duration_ms))
+        return outcomes
+
+    def request(self, tools: list[dict[str, Any]] | None, purpose: str = "turn") -> ModelReply:
         """One model request; a context-length refusal compacts the request once and
         asks again."""
         try:
-            return self._request(tools)
+            return self._request(tools, purpose)
         except ModelContextOverflow:
             if self.compacted or self.budget.requests >= self.turn.limits.max_requests:
                 raise
@@ -240,12 +260,16 @@ class _TurnState:
             own = len(self.messages) - self.turn_start
             self.messages = compacted(self.messages, self.turn_start)
             self.turn_start = len(self.messages) - own
-            return self._request(tools)
+            return self._request(tools, purpose)
 
-    def _request(self, tools: list[dict[str, Any]] | None) -> ModelReply:
+    def _request(self, tools: list[dict[str, Any]] | None, purpose: str) -> ModelReply:
         index = self.budget.requests
         self.budget.requests += 1
         self.turn.recorder.before_request(index, self.messages)
+        observer, streaming = self.turn.observer, dict[str, Any]()
+        if observer is not None:
+            observer(RequestStarted(index, len(tools or ()), purpose))
+            streaming["on_delta"] = lambda text: observer(TextDelta(text, index))
         started = time.perf_counter()
         try:
             reply = self.turn.model.complete(
@@ -253,6 +277,7 @@ class _TurnState:
                 tools or None,
                 temperature=self.turn.temperature,
                 timeout_s=max(self.budget.remaining_s(), 1.0),
+                **streaming,
             )
         except ModelError as exc:
             duration = (time.perf_counter() - started) * 1000
@@ -310,7 +335,7 @@ class _TurnState:
         self.messages.append({"role": "assistant", "content": answer})
         self.messages.append({"role": "user", "content": note})
         try:
-            reply = self.request(None)
+            reply = self.request(None, purpose="check")
         except ModelError:
             return answer
         finally:
@@ -335,7 +360,7 @@ class _TurnState:
         self.append({"role": "user", "content": note}, persist=False)
         error: ModelError | None = None
         try:
-            answer = self.usable(self.request(None))
+            answer = self.usable(self.request(None, purpose="wrap_up"))
         except ModelError as exc:
             answer, error = "", exc
         self.messages.pop()
@@ -370,6 +395,8 @@ class _TurnState:
             truncated=self.truncated,
         )
         self.turn.recorder.turn_finished(outcome)
+        if self.turn.observer is not None:
+            self.turn.observer(TurnStopped(stop.value, answer, outcome.stop_detail))
         return outcome
 
 

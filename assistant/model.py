@@ -6,7 +6,7 @@ on the wire and traces are one format.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
@@ -70,6 +70,10 @@ class ChatModel(Protocol):
 
     A model whose requests leave the process sets `remote = True`: the turn's rows are
     then committed before each request, where a commit hides behind the network.
+
+    `on_delta`, when given, is called with each new piece of answer text as it arrives
+    (a model that does not stream calls it once with the whole text); the reply returned
+    is still the whole of it. The loop passes it only when someone observes the turn.
     """
 
     name: str
@@ -81,4 +85,5 @@ class ChatModel(Protocol):
         *,
         temperature: float,
         timeout_s: float,
+        on_delta: Callable[[str], None] | None = None,
     ) -> ModelReply: ...

@@ -122,7 +122,9 @@ class CountingModel:
         self.lock, self.now, self.peak = threading.Lock(), 0, 0
         self.release = threading.Event()
 
-    def complete(self, messages: Any, tools: Any, *, temperature: float, timeout_s: float):
+    def complete(
+        self, messages: Any, tools: Any, *, temperature: float, timeout_s: float, on_delta=None
+    ):
         with self.lock:
             self.now += 1
             self.peak = max(self.peak, self.now)

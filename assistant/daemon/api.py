@@ -6,25 +6,34 @@ anything else gets 401 before it reaches a route. Routes call the same operation
 CLI (`assistant.commands`), so both print the same data. Handlers are plain functions:
 FastAPI runs them in its thread pool, and turns go through the daemon's work queue.
 
+`POST /ask/stream` runs the same turn as `POST /ask` and streams it as NDJSON (one JSON
+object a line, `application/x-ndjson`): the turn's events (`assistant.events`) as they
+happen, then one `{"event": "outcome", "outcome": {...}}` (what `/ask` returns) or one
+`{"event": "error", "error": CODE, "detail": ..., "status": N}`. A client that leaves
+before the end cancels its turn.
+
 Extension point: more endpoints (the vault's, issue 4) come in as `APIRouter`s through
 `create_app(..., routers=...)`; `Daemon.routers()` is where the daemon adds them.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import ipaddress
+import json
 import logging
 import os
 import socket
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import uvicorn
 from fastapi import APIRouter, Depends, FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPBearer
 from pydantic import BaseModel, Field
 
@@ -32,6 +41,7 @@ from assistant import __version__, commands
 from assistant.commands import Services
 from assistant.daemon.workqueue import QueueClosed
 from assistant.errors import AssistantError, CommandError
+from assistant.events import TurnEvent, as_dict
 from memory.errors import StorageError
 
 log = logging.getLogger(__name__)
@@ -87,6 +97,58 @@ def _error(status: int, code: str, detail: str) -> JSONResponse:
     return JSONResponse({"error": code, "detail": detail}, status_code=status)
 
 
+def _failure(exc: Exception) -> tuple[int, str, str]:
+    """(HTTP status, code, detail) of a failed operation, as the handlers below answer."""
+    if isinstance(exc, CommandError):
+        return exc.status, exc.code, str(exc)
+    if isinstance(exc, QueueClosed):
+        return 503, "SHUTTING_DOWN", str(exc)
+    if isinstance(exc, StorageError):
+        return 503, "STORAGE_ERROR", str(exc)
+    if isinstance(exc, AssistantError):
+        return 400, type(exc).__name__, str(exc)
+    return 500, "INTERNAL", f"{type(exc).__name__}: {exc}"
+
+
+def _line(data: dict[str, Any]) -> bytes:
+    return json.dumps(data, ensure_ascii=False, default=str).encode("utf-8") + b"\n"
+
+
+async def stream_turn(services: Services, text: str, session: str | None) -> AsyncIterator[bytes]:
+    """The turn runs in its own thread (and the work queue); its events come back to this
+    event loop one line each, written as soon as they arrive."""
+    loop = asyncio.get_running_loop()
+    lines: asyncio.Queue[bytes | None] = asyncio.Queue()
+    cancel = threading.Event()
+
+    def put(line: bytes | None) -> None:
+        # RuntimeError: the event loop is gone (shutdown): nobody is listening
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(lines.put_nowait, line)
+
+    def observe(event: TurnEvent) -> None:
+        put(_line(as_dict(event)))
+
+    def run() -> None:
+        try:
+            outcome = commands.ask(services, text, session, observer=observe, cancel=cancel)
+            put(_line({"event": "outcome", "outcome": outcome}))
+        except Exception as exc:  # becomes the stream's last line
+            status, code, detail = _failure(exc)
+            if status == 500:
+                log.error("unexpected error streaming a turn", exc_info=exc)
+            put(_line({"event": "error", "error": code, "detail": detail, "status": status}))
+        finally:
+            put(None)
+
+    threading.Thread(target=run, name="ask-stream", daemon=True).start()
+    try:
+        while (line := await lines.get()) is not None:
+            yield line
+    finally:  # the client left before the end: stop its turn (`cancelled`)
+        cancel.set()
+
+
 def create_app(services: Services, token: str, *, routers: Sequence[APIRouter] = ()) -> FastAPI:
     app = FastAPI(
         title="assistant daemon",
@@ -138,6 +200,14 @@ def create_app(services: Services, token: str, *, routers: Sequence[APIRouter] =
     def ask(request: AskRequest) -> dict[str, Any]:
         """One turn through the loop; the outcome with `served_by: daemon`."""
         return commands.ask(s, request.text, request.session)
+
+    @app.post("/ask/stream", tags=["turns"])
+    def ask_stream(request: AskRequest) -> StreamingResponse:
+        """The same turn as `/ask`, as NDJSON: its events as they happen, then the
+        outcome (`{"event": "outcome", ...}`) or `{"event": "error", ...}`."""
+        return StreamingResponse(
+            stream_turn(s, request.text, request.session), media_type="application/x-ndjson"
+        )
 
     @app.get("/sessions", tags=["turns"])
     def sessions(limit: int = 50) -> list[dict[str, Any]]:

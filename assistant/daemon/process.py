@@ -30,9 +30,10 @@ from assistant.client import API_FILE, TOKEN_FILE
 from assistant.config import Settings
 from assistant.daemon.jobs import JobBook, JobRunner, QueueExecutor, RunHistory
 from assistant.daemon.watch import FileTask, Watcher, watch_state
-from assistant.daemon.workqueue import ThrottledModel, WorkQueue
+from assistant.daemon.workqueue import QueueClosed, ThrottledModel, WorkQueue
+from assistant.events import TurnObserver
 from assistant.model import ChatModel
-from assistant.outcome import StopReason, TurnOutcome
+from assistant.outcome import TurnOutcome
 from assistant.traces import TraceStore
 from memory.index import Vectors
 from tools.base import Tool
@@ -240,24 +241,51 @@ class Daemon:
         end_session: bool = True,
         trigger: dict[str, Any] | None = None,
         unattended: bool = False,
+        observer: TurnObserver | None = None,
     ) -> TurnOutcome:
-        """A turn, then (unless cancelled) the session's end: its conclusions are kept (M9)."""
-        outcome = self.assistant.ask(
-            text, session=session, trigger=trigger, cancel=cancel, unattended=unattended
+        """A turn, then its memory work (compression; unless cancelled, the session's end:
+        its conclusions are kept, M9) queued behind it on the session's lane: the answer
+        goes out first, and the session's next turn still waits for that work."""
+        assistant = self.assistant
+        outcome = assistant.ask(
+            text,
+            session=session,
+            trigger=trigger,
+            cancel=cancel,
+            unattended=unattended,
+            observer=observer,
+            settle=False,
         )
-        if end_session and outcome.ok and outcome.stop_reason is not StopReason.CANCELLED:
-            self.assistant.end_session(session)
+
+        def memory_work(cancel: threading.Event) -> int:
+            return assistant.after_turn(outcome, end_session=end_session)
+
+        try:
+            later = self._queue().submit(session, memory_work, kind="memory", label=session)
+        except QueueClosed:  # stopping: do it now rather than lose the session's conclusions
+            memory_work(cancel)
+            return outcome
+        later.add_done_callback(_log_failure)
         return outcome
 
-    def run_turn(self, text: str, *, session: str | None, end_session: bool) -> TurnOutcome:
+    def run_turn(
+        self,
+        text: str,
+        *,
+        session: str | None,
+        end_session: bool,
+        observer: TurnObserver | None = None,
+        cancel: threading.Event | None = None,
+    ) -> TurnOutcome:
         from assistant.app import new_session_id
 
         chosen = session or new_session_id()
 
         def work(cancel: threading.Event) -> TurnOutcome:
-            return self._one_shot(text, chosen, cancel, end_session=end_session)
+            return self._one_shot(text, chosen, cancel, end_session=end_session, observer=observer)
 
-        return self._queue().submit(chosen, work, kind="ask", label=chosen).result()
+        queued = self._queue().submit(chosen, work, kind="ask", label=chosen, cancel=cancel)
+        return queued.result()
 
     def end_session(self, session: str) -> int:
         future = self._queue().submit(
@@ -311,6 +339,12 @@ class Daemon:
                 "model_concurrency": self.settings.daemon.model_concurrency,
             },
         }
+
+
+def _log_failure(future: Future) -> None:
+    """Background memory work has no waiter: its failure goes to the log."""
+    if not future.cancelled() and (error := future.exception()) is not None:
+        log.error("memory work after a turn failed: %s", error, exc_info=error)
 
 
 def configure_logging(verbose: bool) -> None:

@@ -61,9 +61,20 @@ class WorkQueue:
         for worker in self._workers:
             worker.start()
 
-    def submit(self, lane: str, work: Work, *, kind: str, label: str = "") -> Future:
-        """Queue `work(cancel_event)`; its future resolves to what it returns."""
+    def submit(
+        self,
+        lane: str,
+        work: Work,
+        *,
+        kind: str,
+        label: str = "",
+        cancel: threading.Event | None = None,
+    ) -> Future:
+        """Queue `work(cancel_event)`; its future resolves to what it returns. `cancel`:
+        the caller's own event (set it to stop the work), else a new one."""
         item = WorkItem(lane=lane, kind=kind, work=work, label=label)
+        if cancel is not None:
+            item.cancel = cancel
         with self._lock:
             if self._closed:
                 raise QueueClosed("the daemon is shutting down and takes no new work")

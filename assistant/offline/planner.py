@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -120,6 +120,7 @@ class OfflinePlanner:
         *,
         temperature: float = 0.0,
         timeout_s: float | None = None,
+        on_delta: Callable[[str], None] | None = None,
     ) -> ModelReply:
         view = self.view(messages, tools)
         step = self.step(view)
@@ -136,6 +137,8 @@ class OfflinePlanner:
             produced = sum(estimate_tokens(call.arguments) for call in calls)
             return ModelReply(None, calls, Usage(prompt_tokens, produced, True), "tool_calls")
         answer = step.answer or ""
+        if on_delta is not None and answer:  # nothing streams here: the answer is one piece
+            on_delta(answer)
         return ModelReply(answer, (), Usage(prompt_tokens, estimate_tokens(answer), True), "stop")
 
     def view(
