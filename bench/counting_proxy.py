@@ -56,6 +56,7 @@ class Exchange:
     request: dict[str, Any] | None = None
     error_body: str | None = None
     finish_reasons: list[str] = field(default_factory=list)
+    events: int = 0  # server-sent `data:` events of a streamed reply
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
 
@@ -148,7 +149,14 @@ class CountingProxy:
             chosen = [e for e in self.exchanges if phase is None or e.phase == phase]
             peaks = dict(self.max_in_flight)
         chat = [e for e in chosen if e.path.endswith("/chat/completions")]
-        failed = [e for e in chosen if not e.abandoned and (e.status is None or e.status >= 400)]
+        # a 200 stream that ends before its first event is a refusal too (llama-cpp-python:
+        # "Automatic streaming tool choice is not supported", raised after the headers)
+        failed = [
+            e
+            for e in chosen
+            if not e.abandoned
+            and (e.status is None or e.status >= 400 or (e.streamed and not e.events))
+        ]
         return {
             "requests": len(chat),
             "max_in_flight": max((peaks.get(p, 0) for p in {e.phase for e in chosen}), default=0),
@@ -159,7 +167,7 @@ class CountingProxy:
             # a stream that ended without any finish_reason was cut by the server (for
             # llama-cpp-python: another request arrived, `interrupt_requests`)
             "streams_cut": sum(
-                e.streamed and not e.finish_reasons and not e.abandoned for e in chat
+                e.streamed and e.events and not e.finish_reasons and not e.abandoned for e in chat
             ),
             "median_s": _median([e.seconds for e in chat if e.seconds is not None]),
             "max_s": max((e.seconds or 0 for e in chat), default=0),
@@ -192,7 +200,7 @@ class CountingProxy:
             content_type = response.getheader("Content-Type", "")
             exchange.streamed = "text/event-stream" in content_type
             if exchange.streamed:
-                self._relay_stream(handler, response, exchange, gone)
+                self._relay_stream(handler, response, exchange, body)
             else:
                 payload = response.read()
                 self._note_reply(exchange, payload, body)
@@ -251,7 +259,7 @@ class CountingProxy:
         handler: BaseHTTPRequestHandler,
         response: http.client.HTTPResponse,
         exchange: Exchange,
-        gone: threading.Event,
+        body: bytes,
     ) -> None:
         handler.send_response(response.status)
         for name, value in response.getheaders():
@@ -270,6 +278,9 @@ class CountingProxy:
             handler.wfile.flush()
         handler.wfile.write(b"0\r\n\r\n")
         handler.wfile.flush()
+        if not exchange.events:
+            exchange.error_body = "HTTP 200, then the stream ended before its first event"
+            self._keep_body(exchange, body)
 
     # -- what the server said ----------------------------------------------------------------
 
@@ -292,6 +303,8 @@ class CountingProxy:
 
     def _note_stream(self, exchange: Exchange, chunk: bytes) -> None:
         for line in chunk.split(b"\n"):
+            if line.startswith(b"data:"):
+                exchange.events += 1
             if not line.startswith(b"data:") or b"finish_reason" not in line:
                 continue
             try:
