@@ -1117,6 +1117,11 @@ def main() -> int:
         write_docs(json.loads(Path(args.from_json).read_text(encoding="utf-8")), args.docs_key)
         say(f"docs/COMPATIBILITY.md: measured block '{args.docs_key}' rewritten")
         return 0
+    def stop(signum: int, frame: Any) -> None:  # cleanup (server, proxy) runs in finally
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)  # also when started in the background (SIG_IGN)
     bench = Bench(args)
     results = bench.run()
     Path(args.out).write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
