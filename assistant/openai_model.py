@@ -16,6 +16,7 @@ object, so the next request goes straight to what works.
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 import random
@@ -58,6 +59,7 @@ _OVERFLOW = re.compile(
     re.IGNORECASE,
 )
 MIN_REPLY_TOKENS = 64
+_ENTITY = re.compile(r"&(?:#39|#34|quot|amp|lt|gt|apos);")
 
 
 @dataclass
@@ -66,6 +68,7 @@ class EndpointCaps:
     object (one per configured endpoint), never in module state."""
 
     stream: bool = True
+    stream_tools: bool = True  # llama-cpp-python sends an empty 200 stream for a tool call
     stream_options: bool = True
     tool_choice: bool = True
     flatten_history: bool = False
@@ -157,6 +160,12 @@ class OpenAIChatModel:
             request = self._request(messages, tools, temperature, response_format, flattened)
             try:
                 reply = self._send(request, messages, deadline, on_delta)
+            except _EmptyStream as exc:
+                if not request.get("tools") or not self.caps.stream_tools:
+                    raise
+                self.caps.stream_tools = False
+                self.caps.learn(f"{exc}; tool requests are no longer streamed")
+                continue
             except self._openai.OpenAIError as exc:
                 error = self._translate(exc, attempt)
                 if self._fell_back(error, request):
@@ -199,7 +208,9 @@ class OpenAIChatModel:
         request: dict[str, Any] = {
             "model": self.name,
             "messages": wire_messages(
-                messages, settings.system_role, flatten=flattened or caps.flatten_history
+                messages,
+                settings.system_role,
+                flatten=flattened or caps.flatten_history or settings.tool_messages == "text",
             ),
             "temperature": temperature,
             "max_tokens": self._max_tokens(messages, tools),
@@ -214,7 +225,7 @@ class OpenAIChatModel:
             request["response_format"] = response_format
         if settings.extra_body:
             request["extra_body"] = dict(settings.extra_body)
-        if caps.stream:
+        if caps.stream and (caps.stream_tools or not tools):
             request["stream"] = True
             if caps.stream_options:
                 request["stream_options"] = {"include_usage": True}
@@ -302,7 +313,7 @@ class OpenAIChatModel:
         finally:
             stream.close()
         if not assembler.started:
-            raise ModelReplyError(f"{self._where} ended its stream without sending a reply")
+            raise _EmptyStream(f"{self._where} ended its stream without sending a reply")
         return assembler.reply(messages)
 
     def _unstreamed(
@@ -409,6 +420,11 @@ class OpenAIChatModel:
         return _reply(answer, reasoning, raw_calls, choices[0].finish_reason, usage, messages)
 
 
+class _EmptyStream(ModelReplyError):
+    """A 200 stream with no chunk at all (llama-cpp-python when the model calls a tool
+    while streaming: "Automatic streaming tool choice is not supported")."""
+
+
 class StreamAssembler:
     """Builds one reply from streamed chunks, whatever shape the server sends them in
     (OpenAI: id+name first, then argument fragments; Ollama: each call whole in one
@@ -504,6 +520,8 @@ def _reply(
     usage: Any,
     messages: Sequence[Message],
 ) -> ModelReply:
+    if _ENTITY.search(answer):  # a template rendered with autoescape, echoed back
+        answer = html.unescape(answer)
     calls = tuple(
         ToolCall(id=call_id or f"call_{index}", name=name, arguments=clean_arguments(arguments))
         for index, (call_id, name, arguments) in enumerate(raw_calls)

@@ -27,7 +27,7 @@ from memory.compression import (
 from memory.compression_settings import CompressionSettings
 from memory.conclusions import Conclusion, ConclusionStore
 from memory.db import Database
-from memory.extraction import Candidate, from_user_message
+from memory.extraction import Candidate, asked_subject, from_user_message
 from memory.hygiene import junk_reason
 from memory.index import LazyVectors, Vectors, Weights
 from memory.redact import Redactor
@@ -234,10 +234,24 @@ class MemoryService:
     # -- context (M8) ---------------------------------------------------------------------
 
     def relevant(self, text: str) -> list[Conclusion]:
-        k = self.settings.memory.recall_k
-        if k == 0 or not self.store.has_active():
+        """The conclusions for this message's context: the top `recall_k`, minus those
+        under the relevance floor (`[memory] recall_floor`, measured on LoCoMo: see
+        docs/BENCHMARKS.md), so unrelated conclusions stay out of the prompt, and minus
+        junk stored before the hygiene rule. A conclusion about the subject the message
+        asks about stays whatever its similarity."""
+        memory = self.settings.memory
+        if memory.recall_k == 0 or not self.store.has_active():
             return []
-        return self.store.recall(text, k)
+        found = [c for c in self.store.recall(text, memory.recall_k) if junk_reason(c.text) is None]
+        if all(c.similarity is None for c in found):
+            return found  # no vector search (index unavailable): full text alone ranked
+        asked = asked_subject(text)
+        return [
+            c
+            for c in found
+            if (c.similarity is not None and c.similarity >= memory.recall_floor)
+            or (asked is not None and c.subject == asked)
+        ]
 
     def memory_block(self, conclusions: Sequence[Conclusion]) -> str:
         if not conclusions:

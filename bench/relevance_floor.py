@@ -13,11 +13,11 @@ question is embedded as a query. For each question, the 5 most similar turns of 
 conversation (recall_k's default) are "shown"; those that are evidence turns are the
 relevant ones the floor must keep, the others are noise. Junk conclusions of the kind a
 weak model stores are embedded too, and their similarity to every question is what the
-floor must cut. The floor reported is the highest similarity that still keeps 95% of the
+floor must cut. The floor reported is the highest similarity that still keeps 99% of the
 relevant shown turns; the script prints what it keeps and cuts, and the share of junk
 that would still get in, for that floor and its neighbours.
 
-    python bench/relevance_floor.py [--data PATH] [--keep 0.95] [--json]
+    python bench/relevance_floor.py [--data PATH] [--keep 0.99] [--json]
 
 Vectors are cached in bench/results/relevance_floor.npz (a re-run embeds nothing).
 """
@@ -163,7 +163,7 @@ def measure(data: Path, keep: float) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--keep", type=float, default=0.95)
+    parser.add_argument("--keep", type=float, default=0.99)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     result = measure(args.data, args.keep)

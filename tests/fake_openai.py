@@ -73,6 +73,7 @@ class Profile:
     reject_stream_options: bool = False  # 400 on `stream_options`
     json_modes: tuple[str, ...] = ("json_schema", "json_object")  # response_format accepted
     context_window: int | None = None  # 400 when the prompt + max_tokens exceed it
+    empty_stream_for_tool_calls: bool = False  # llama-cpp-python: a 200 stream, no chunk
 
 
 @dataclass(frozen=True)
@@ -276,7 +277,11 @@ class FakeOpenAI:
                     self.end_headers()
                     self.wfile.flush()
                     pause = profile.first_chunk_delay_s
-                    for data in [*map(json.dumps, chunks), "[DONE]"]:
+                    events = [*map(json.dumps, chunks), "[DONE]"]
+                    if profile.empty_stream_for_tool_calls and item.tool_calls:
+                        events = []  # "Automatic streaming tool choice is not supported"
+                        fake._put_back(item)  # what an unstreamed retry would produce
+                    for data in events:
                         if pause and fake._stopping.wait(pause):
                             self.close_connection = True
                             return

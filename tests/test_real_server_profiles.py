@@ -319,3 +319,30 @@ def test_retry_after_is_what_the_wait_is_made_of(server):
     assert model._retry_pause(status(500, {"retry-after": "1"}), 0) is None
     assert model._retry_pause(status(400, {}), 0) is None
     assert 0 < model._retry_pause(status(502, {}), 1) <= 1.25
+
+
+def test_an_empty_200_stream_for_a_tool_call_is_asked_again_unstreamed_and_remembered(
+    server, assistant_for
+):
+    server.profile.empty_stream_for_tool_calls = True
+    server.script(calls(ADD), completion("It is 89."), calls(ADD), completion("Again 89."))
+    assistant = assistant_for()
+    first = assistant.ask("what is 40 + 49?", session="e")
+    second = assistant.ask("and again?", session="e")
+    assert "89" in first.answer and "89" in second.answer
+    streamed = [bool(body.get("stream")) for body in server.requests if body.get("tools")]
+    assert streamed == [True, False, False, False, False]  # refused once, then never
+
+
+def test_tool_messages_text_sends_no_tool_role(server, assistant_for):
+    server.script(calls(ADD), completion("It is 89."))
+    outcome = assistant_for('tool_messages = "text"\n').ask("what is 40 + 49?")
+    assert "89" in outcome.answer
+    second = server.requests[1]["messages"]
+    assert all(m["role"] != "tool" and "tool_calls" not in m for m in second)
+    assert any("89" in m["content"] and m["role"] == "user" for m in second)
+
+
+def test_html_entities_echoed_by_an_autoescaping_template_are_decoded(server, assistant_for):
+    server.script(completion("It&#39;s &quot;done&quot; &amp; stored."))
+    assert assistant_for().ask("hi").answer == 'It\'s "done" & stored.'

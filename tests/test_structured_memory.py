@@ -186,3 +186,20 @@ def test_calc_tool_still_works_with_memory_on(assistant, server):
     server.script(calls(("calc_evaluate", {"expression": "40+49"})), completion("89"))
     assert assistant.ask("40+49?").answer == "89"
     assert calc_evaluate.name == "calc_evaluate"
+
+
+def test_only_conclusions_above_the_relevance_floor_enter_the_context(tmp_path):
+    offline = Assistant(load_settings())
+    try:
+        store = offline.memory.store
+        store.remember("My dentist is Dr. Li at the Rue Verte clinic.", subject="dentist")
+        store.remember("The user prefers aisle seats on long flights.", kind="preference")
+        for junk in ("vault_create", "The user said hello.", "..."):  # stored before the rule
+            store.remember(junk, kind="note")
+        dentist = [c.text for c in offline.memory.relevant("Who is my dentist?")]
+        assert dentist[0] == "My dentist is Dr. Li at the Rue Verte clinic."
+        assert not {"vault_create", "..."} & set(dentist)
+        unrelated = offline.memory.relevant("Compute 12 times 7 for me")
+        assert [c.text for c in unrelated if c.kind == "note"] == []
+    finally:
+        offline.close()
