@@ -16,8 +16,9 @@ from typing import Any
 @dataclass(frozen=True, slots=True)
 class RequestStarted:
     """A request to the model is about to be sent (`index` counts from 0 in the turn).
-    `purpose`: "turn" (the loop's own), "check" (the answer contradicted a tool result
-    and is asked again, L16) or "wrap_up" (a bound was hit; the answer without tools)."""
+    `purpose`: "turn" (the loop's own), "retry" (the reply was empty: asked once more
+    without tools), "check" (the answer contradicted a tool result and is asked again,
+    L16) or "wrap_up" (a bound was hit; the answer without tools)."""
 
     index: int
     tools: int

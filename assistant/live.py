@@ -102,9 +102,14 @@ class TurnView:
 
     def _stopped(self, event: TurnStopped) -> None:
         self._unspin()
-        last = self.streamed[max(self.streamed)] if self.streamed else ""
+        last = self.streamed[max(self.streamed)].strip() if self.streamed else ""
+        answer = event.answer.strip()
         failed = event.stop_reason == "model_error"
-        self.shown = self.tokens and not failed and last.strip() == event.answer.strip()
+        if self.tokens and not failed and last and answer.startswith(last) and answer != last:
+            self.out.write(answer[len(last) :])  # what the loop added (a cut-off note)
+            self._open_line = True
+            last = answer
+        self.shown = self.tokens and not failed and last == answer
         self._end_line()
         if self.tokens and last and not self.shown and not failed:
             self._note("(the answer above was revised; the final answer follows)")

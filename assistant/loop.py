@@ -267,9 +267,12 @@ class _TurnState:
         self.budget.requests += 1
         self.turn.recorder.before_request(index, self.messages)
         observer, streaming = self.turn.observer, dict[str, Any]()
+        gate: _EchoGate | None = None
         if observer is not None:
             observer(RequestStarted(index, len(tools or ()), purpose))
             streaming["on_delta"] = lambda text: observer(TextDelta(text, index))
+            if self.notes:  # the reply may echo a note: it streams a line at a time
+                gate = streaming["on_delta"] = _EchoGate(streaming["on_delta"], self.notes)
         started = time.perf_counter()
         try:
             reply = self.turn.model.complete(
@@ -283,6 +286,8 @@ class _TurnState:
             duration = (time.perf_counter() - started) * 1000
             self.turn.recorder.request(index, self.messages, _names(tools), None, exc, duration)
             raise
+        if gate is not None:
+            gate.flush()
         duration = (time.perf_counter() - started) * 1000
         self.turn.recorder.request(index, self.messages, _names(tools), reply, None, duration)
         self.usage = Usage(
@@ -303,7 +308,7 @@ class _TurnState:
         answer = self.usable(reply)
         if not answer and self.budget.requests < self.turn.limits.max_requests:
             try:
-                answer = self.usable(self.request(None))
+                answer = self.usable(self.request(None, purpose="retry"))
             except ModelError:
                 answer = ""
         if answer:
@@ -398,6 +403,28 @@ class _TurnState:
         if self.turn.observer is not None:
             self.turn.observer(TurnStopped(stop.value, answer, outcome.stop_detail))
         return outcome
+
+
+class _EchoGate:
+    """Streamed text, passed on a line at a time minus the lines that echo our internal
+    notes, the same lines `without_internal_notes` takes out of the stored answer."""
+
+    def __init__(self, emit: Callable[[str], None], notes: Sequence[str]) -> None:
+        self.emit, self.notes, self.line = emit, notes, ""
+
+    def __call__(self, text: str) -> None:
+        *lines, self.line = (self.line + text).split("\n")
+        for line in lines:
+            self._pass(line + "\n")
+
+    def flush(self) -> None:
+        line, self.line = self.line, ""
+        if line:
+            self._pass(line)
+
+    def _pass(self, line: str) -> None:
+        if not line.strip() or without_internal_notes(line, self.notes):
+            self.emit(line)
 
 
 def _names(tools: Sequence[dict[str, Any]] | None) -> list[str]:

@@ -115,6 +115,26 @@ def test_a_corrected_answer_is_shown_as_a_correction(make_assistant) -> None:
     assert "contradicts a tool result" in err.getvalue() and view.shown
 
 
+def test_an_echoed_runtime_note_is_never_streamed(make_assistant) -> None:
+    model = ScriptedModel(
+        [
+            scripted_calls(("calc_evaluate", {"expression": "40+49"})),
+            streamed(
+                "[runtime note] Tools are no longer ",
+                "available in this turn.\n",
+                "The sum is ",
+                "89.",
+            ),
+        ]
+    )
+    seen: list[Any] = []
+    outcome = make_assistant(model=model, max_requests=2).ask("40+49?", observer=seen.append)
+    assert outcome.stop_reason.value == "max_requests" and outcome.answer == "The sum is 89."
+    shown = "".join(e.text for e in seen if isinstance(e, TextDelta))
+    assert shown == "The sum is 89." and "runtime note" not in shown
+    assert [e.purpose for e in seen if isinstance(e, RequestStarted)] == ["turn", "wrap_up"]
+
+
 def test_an_answer_that_differs_from_the_streamed_text_is_printed_whole() -> None:
     out, err = io.StringIO(), io.StringIO()
     view = TurnView(tokens=True, spinner=False, verbose=False, out=out, err=err)
@@ -126,6 +146,16 @@ def test_an_answer_that_differs_from_the_streamed_text_is_printed_whole() -> Non
         view(event)
     assert not view.shown  # the CLI prints the stored answer after this
     assert out.getvalue() == "partial\n" and "revised" in err.getvalue()
+
+
+def test_what_the_loop_adds_to_a_streamed_answer_is_printed_after_it() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    view = TurnView(tokens=True, spinner=False, verbose=False, out=out, err=err)
+    note = "[The answer was cut off: the model reached its token limit.]"
+    for event in (TextDelta("A long answ", 0), TurnStopped("final", f"A long answ\n\n{note}")):
+        view(event)
+    assert view.shown and out.getvalue() == f"A long answ\n\n{note}\n"
+    assert "revised" not in err.getvalue()
 
 
 def test_a_model_without_on_delta_still_works_when_nobody_observes(make_assistant) -> None:
@@ -410,6 +440,23 @@ def test_ask_through_the_daemon_streams_to_the_terminal_and_ctrl_c_cancels(
     )
     assert trace["stop_reason"] == "cancelled"
     assert len(endpoint.requests) == before + 1  # nothing more was asked after the cancel
+
+
+def test_a_turn_the_daemon_cancels_exits_non_zero(
+    daemon: DaemonProcess, endpoint: FakeOpenAI
+) -> None:
+    """Last of the daemon tests: it stops the daemon under a running turn."""
+    before = len(endpoint.requests)
+    endpoint.script(delay(3, calls(("calc_evaluate", {"expression": "2+2"}))))
+    run = TerminalRun(daemon.env, "ask", "--session", "sd1", "slow again")
+    try:
+        polling.wait_for(lambda: len(endpoint.requests) > before, "the model request", WAIT_S)
+        daemon.terminate()  # SIGTERM: running turns end `cancelled`
+        assert run.finish() == 1, (run.stdout, run.stderr)
+    finally:
+        run.kill()
+    assert "stopped early (cancelled)" in run.stderr
+    assert "Traceback" not in run.stderr
 
 
 def _post(daemon: DaemonProcess, path: str, body: dict[str, Any]) -> tuple[int, Any]:
