@@ -590,6 +590,14 @@ class Bench:
         settings["loop"]["turn_timeout_s"] = self.turn_timeout_s
         if "context_window" in fields.get("model", []):
             settings.setdefault("model", {})["context_window"] = 8192
+        for item in self.args.setting or []:  # e.g. model.tool_messages=text
+            key, _, raw = item.partition("=")
+            section, _, name = key.partition(".")
+            try:
+                value: Any = json.loads(raw)
+            except ValueError:
+                value = raw
+            settings.setdefault(section, {})[name] = value
         self.results["product_settings"] = settings
         self.results["product_model_keys"] = fields.get("model", [])
         self.product = Product(self.tmp, self.proxy.base_url, settings)
@@ -1104,6 +1112,12 @@ def main() -> int:
     parser.add_argument("--chat-turns", type=int, default=15)
     parser.add_argument("--turn-timeout-s", type=float, default=180.0)
     parser.add_argument("--build-timeout-s", type=float, default=3600.0)
+    parser.add_argument(
+        "--setting",
+        action="append",
+        metavar="SECTION.KEY=VALUE",
+        help="a config.toml setting for the product, e.g. model.tool_messages=text",
+    )
     parser.add_argument("--label", default="", help="free text recorded with the results")
     parser.add_argument("--out", default=str(RESULTS / "real_server.json"))
     parser.add_argument("--write-docs", action="store_true")
@@ -1117,6 +1131,7 @@ def main() -> int:
         write_docs(json.loads(Path(args.from_json).read_text(encoding="utf-8")), args.docs_key)
         say(f"docs/COMPATIBILITY.md: measured block '{args.docs_key}' rewritten")
         return 0
+
     def stop(signum: int, frame: Any) -> None:  # cleanup (server, proxy) runs in finally
         raise KeyboardInterrupt(f"signal {signum}")
 
