@@ -647,6 +647,8 @@ class Bench:
             record["wire"] = self.proxy.report(name)
             self.server.check(name)
             self.results["scenarios"][name] = record
+            partial = Path(self.args.out).with_suffix(".partial.json")
+            partial.write_text(json.dumps(self.results, indent=1, default=str), encoding="utf-8")
             wire = record["wire"]
             say(
                 f"   {record['seconds']} s; requests {wire['requests']}, failed {wire['failed']}, "
