@@ -661,11 +661,26 @@ class Bench:
         call = self.product.ask(home, "hello", session, timeout_s=self.turn_timeout_s + 120)
         outcome = call.get("outcome") or {}
         ok = call["rc"] == 0 and outcome.get("stop_reason") not in (None, "model_error")
+        detail = outcome.get("stop_detail") or call["stderr"].strip()[-300:]
+        # poisoned: the server refuses what the session's stored history makes us send;
+        # a timeout or a weak model's empty reply is a failure of another kind
+        kind = (
+            "ok"
+            if ok
+            else "rejected"
+            if re.search(r"rejected the request|HTTP [45]\d\d", detail)
+            else "timeout"
+            if "did not answer" in detail or "sent nothing" in detail
+            else "empty"
+            if "empty answer" in detail
+            else "other"
+        )
         entry = {
             "session": session,
             "ok": ok,
+            "kind": kind,
             "stop_reason": outcome.get("stop_reason"),
-            "detail": outcome.get("stop_detail") or call["stderr"].strip()[-300:],
+            "detail": detail,
         }
         self.hellos.append(entry)
         record["hello_after"] = entry
@@ -886,7 +901,8 @@ class Bench:
             "summaries_with_role_prefixes": sum(
                 bool(re.search(r"(?im)^\s*(user|assistant)\s*:", s)) for s in summaries
             ),
-            "poisoned_sessions": sum(not h["ok"] for h in self.hellos),
+            "poisoned_sessions": sum(h.get("kind") == "rejected" for h in self.hellos),
+            "later_hello_failed": _count(h.get("kind") for h in self.hellos if not h["ok"]),
             "hello_checks": len(self.hellos),
             "stderr_noise": sum(len(NOISE.findall(c["stderr"])) for c in self.product.calls),
             # `eval` exits 1 when a case fails: that is its answer, not a crash
@@ -1043,8 +1059,13 @@ def docs_block(results: dict[str, Any], key: str) -> str:
             f"{v['internal_notes_shown']} / {v['internal_notes_stored']}",
         ),
         (
-            "poisoned sessions (a later hello failed)",
-            f"{v['poisoned_sessions']} of {v['hello_checks']}",
+            "poisoned sessions (a later hello refused by the server)",
+            f"{v['poisoned_sessions']} of {v['hello_checks']}"
+            + (
+                f" (failed otherwise: {_fmt_counts(v['later_hello_failed'])})"
+                if v.get("later_hello_failed")
+                else ""
+            ),
         ),
         (
             "summaries stored / with role prefixes",
