@@ -53,7 +53,7 @@ def build_model(settings: Settings) -> ChatModel:
         return OfflinePlanner(intents, config_path=str(config_path))
     from assistant.openai_model import OpenAIChatModel
 
-    return OpenAIChatModel(settings.model)
+    return OpenAIChatModel(settings.model, caps_path=settings.home / "endpoints.json")
 
 
 def new_session_id() -> str:
@@ -124,9 +124,16 @@ class Assistant:
             from tools.vault import vault_tools
 
             registered += vault_tools(self.vault, self.vault_index)
-        self.registry = ToolRegistry(registered)
+        from assistant.extensions import mcp_sources, plugin_tools
+
+        self.plugins: list[Any] = []
+        if tools is None:
+            found, self.plugins = plugin_tools({t.name for t in registered})
+            registered += found
+        self.registry = ToolRegistry(registered, sources=mcp_sources(settings))
         self.pending = PendingActions(self.database)
         limits = settings.loop
+        sequential = threading.Lock()  # sequential tools never overlap, turn or MCP client
         self.runner = ToolRunner(
             self.registry,
             result_budget=limits.result_budget_chars,
@@ -135,6 +142,18 @@ class Assistant:
             cache_ttl_s=limits.cache_ttl_s,
             pending=self.pending,
             redact=self.redactor.data if safety.redact_tool_results else None,
+            sequential_lock=sequential,
+        )
+        # Calls from MCP clients (X1): the same tools and confirmations, a larger result.
+        self.served_runner = ToolRunner(
+            self.registry,
+            result_budget=settings.mcp.serve_result_chars,
+            default_timeout_s=limits.tool_timeout_s,
+            workers=limits.parallel_tools,
+            cache_ttl_s=0,
+            pending=self.pending,
+            redact=self.redactor.data if safety.redact_tool_results else None,
+            sequential_lock=sequential,
         )
 
     def _open_vault(self) -> tuple[Any, Any]:
@@ -151,11 +170,23 @@ class Assistant:
         vault = Vault(root, self.database)
         vectors = LazyVectors(lambda: self.space.collection("vault"))
         # The daemon's watcher keeps the index current; a one-off process refreshes it
-        # (changed notes only) before its first search.
+        # (changed notes only) before its first search. After a write, the index follows
+        # in the background: a tool never waits for the embedding model.
         index = VaultIndex(
-            vault, self.database, vectors, refresh_before_search=self.role != "daemon"
+            vault,
+            self.database,
+            vectors,
+            refresh_before_search=self.role != "daemon",
+            background=True,
         )
         return vault, index
+
+    def _offline_groups(self) -> list[str] | None:
+        """The offline planner never calls a foreign tool: offering them would only start
+        every configured MCP server for nothing."""
+        if not self.registry.sources:
+            return None
+        return sorted({tool.group for tool in self.registry.registered()})
 
     @property
     def offline(self) -> bool:
@@ -202,6 +233,7 @@ class Assistant:
             cancel=cancel,
             unattended=unattended,
             observer=observer,
+            tool_groups=self._offline_groups() if self.offline else None,
         )
         try:
             outcome = run_turn(turn)
@@ -236,6 +268,9 @@ class Assistant:
 
     def close(self) -> None:
         try:
+            from assistant.extensions import close_sources
+
+            close_sources(self.registry)
             if self.memory is not None:
                 self.memory.store.close()
             if self.vault_index is not None:

@@ -137,6 +137,12 @@ def _parser() -> argparse.ArgumentParser:
     watch_list = watch_commands.add_parser("list", help="rules and recent triggers")
     watch_list.add_argument("--json", action="store_true")
 
+    commands.add_parser(
+        "mcp", help="serve the memory and vault tools over MCP on stdio (for MCP clients)"
+    )
+    tools = commands.add_parser("tools", help="every tool: source, flags, confirmation")
+    tools.add_argument("--json", action="store_true")
+
     evaluate = commands.add_parser("eval", help="run evaluation cases against the model")
     evaluate.add_argument("cases", nargs="+", help="case files (.json, .yaml, .yml)")
     evaluate.add_argument("--category", action="append", help="only this category (repeatable)")
@@ -429,7 +435,7 @@ def cmd_vault(args: argparse.Namespace) -> int:
         lines = [_hit_line(hit) for hit in hits]
         return _emit(args, hits, lines, empty="no note matches")
     if action == "index":
-        report = _call("vault_index", full=args.full)
+        report = _vault_index(args)
         lines = [f"{key}: {value}" for key, value in report.items()]
         return _emit(args, report, lines)
     if action == "status":
@@ -441,6 +447,18 @@ def cmd_vault(args: argparse.Namespace) -> int:
         lines.append(f"stopped: {result['stopped']}")
     _emit(args, result, lines, empty="nothing to undo")
     return EXIT_ERROR if result["stopped"] else 0
+
+
+def _vault_index(args: argparse.Namespace) -> dict[str, Any]:
+    """`vault index` with its progress: a bar on a terminal, phase counts with -v."""
+    from assistant.index_progress import IndexProgress
+
+    shown = IndexProgress(bar=sys.stderr.isatty() and not args.json, verbose=args.verbose)
+    with Backend() as backend, shown:
+        if backend.client is None:  # in this process: the index reports each step
+            return backend.call("vault_index", full=args.full, progress=shown.update)
+        with shown.polling(lambda: (backend.call("vault_status") or {}).get("indexing")):
+            return backend.call("vault_index", full=args.full)
 
 
 def _note_line(note: dict[str, Any]) -> str:
@@ -556,8 +574,65 @@ def _status_lines(data: dict[str, Any]) -> list[str]:
             f"memory: {memory['active']} active, {memory['superseded']} superseded, "
             f"{memory['retired']} retired"
         )
+    extensions = data.get("extensions") or {}
+    servers, plugins = extensions.get("mcp_servers", []), extensions.get("plugins", [])
+    if servers or plugins:
+        lines.append(f"extensions: {len(servers)} MCP server(s), {len(plugins)} plugin(s)")
+        lines += [_server_line(server) for server in servers]
+        lines += [_plugin_line(plugin) for plugin in plugins]
     lines.append(f"data: {data['data_dir']}")
     return lines
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """Serve MCP on stdio. Each request goes to the daemon when one runs, else into this
+    process; one at a time, holding the data directory only while it runs, so `assistant
+    confirm` (or a daemon that starts) can take it between requests."""
+    import threading
+
+    from assistant.mcp_server import serve_stdio
+
+    one_at_a_time = threading.Lock()
+
+    def call(operation: str, **params: Any) -> Any:
+        with one_at_a_time, Backend() as backend:
+            return backend.call(operation, **params)
+
+    return serve_stdio(call)
+
+
+def _server_line(server: dict[str, Any]) -> str:
+    line = f"  mcp {server['name']} ({server['transport']}): {server['state']}"
+    if server.get("tools") is not None:
+        line += f", {server['tools']} tool(s)"
+    if server.get("crashes"):
+        line += f", {server['crashes']} crash(es)"
+    if server.get("error"):
+        line += f" — {server['error']}"
+    lines = [line]
+    lines += [f"    skipped {s['tool']}: {s['reason']}" for s in server.get("skipped") or ()]
+    return "\n".join(lines)
+
+
+def _plugin_line(plugin: dict[str, Any]) -> str:
+    where = plugin["distribution"] or plugin["value"]
+    if plugin["error"]:
+        return f"  plugin {plugin['name']} ({where}): broken, skipped — {plugin['error']}"
+    line = f"  plugin {plugin['name']} ({where}): {', '.join(plugin['tools']) or 'no tools'}"
+    return "\n".join([line, *(f"    skipped {t}" for t in plugin["skipped_tools"])])
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    data = _call("tools")
+    lines = []
+    for tool in data["tools"]:
+        flags = "read-only" if tool["read_only"] else "writes"
+        if tool["needs_confirmation"]:
+            flags += ", needs your yes"
+        lines.append(f"{tool['name']}  [{tool['source']}] {flags}  ({tool['version']})")
+    lines += [_server_line(server) for server in data["mcp_servers"]]
+    lines += [_plugin_line(plugin) for plugin in data["plugins"]]
+    return _emit(args, data, lines)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -591,6 +666,8 @@ COMMANDS = {
     "jobs": cmd_jobs,
     "watch": cmd_watch,
     "eval": cmd_eval,
+    "mcp": cmd_mcp,
+    "tools": cmd_tools,
 }
 
 

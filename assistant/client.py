@@ -60,9 +60,22 @@ ROUTES: dict[str, tuple[str, str]] = {
     "vault_index": ("POST", "/vault/index"),
     "vault_status": ("GET", "/vault/status"),
     "vault_undo": ("POST", "/vault/undo"),
+    "tools": ("GET", "/tools"),
+    "served_tools": ("GET", "/tools/served"),
+    "served_call": ("POST", "/tools/served/{name}"),
 }
 LONG_OPERATIONS = frozenset(
-    {"ask", "end_session", "jobs_run", "memory_reindex", "confirm", "vault_index", "vault_search"}
+    {
+        "ask",
+        "end_session",
+        "jobs_run",
+        "memory_reindex",
+        "confirm",
+        "vault_index",
+        "vault_search",
+        "tools",
+        "served_call",
+    }
 )
 
 

@@ -265,8 +265,19 @@ def status(services: Services) -> dict[str, Any]:
             "vault": vault_status() if callable(vault_status) else None,
         },
         "memory": memory.store.stats() if memory is not None else None,
+        "extensions": _extensions(assistant),
         "queue": runtime.get("queue"),
         "uptime_s": runtime.get("uptime_s"),
+    }
+
+
+def _extensions(assistant: Any) -> dict[str, Any]:
+    """MCP servers (not started by asking) and plugins, each with what went wrong."""
+    from assistant.extensions import mcp_status
+
+    return {
+        "mcp_servers": mcp_status(assistant.registry),
+        "plugins": [report.as_dict() for report in getattr(assistant, "plugins", [])],
     }
 
 
@@ -284,10 +295,22 @@ def _vault(services: Services) -> tuple[Any, Any]:
     return assistant.vault, assistant.vault_index
 
 
+_HINTS = {"candidates": "candidates", "did_you_mean": "did you mean", "headings": "headings"}
+
+
 def _refused(exc: Any) -> CommandError:
-    """A vault refusal (a path outside the vault, a missing note) as the CLI/API error."""
+    """A vault refusal (a path outside the vault, a missing note) as the CLI/API error,
+    with the tool's hints (the candidates of an ambiguous name, did-you-mean, the note's
+    headings) on the same line."""
     status = 404 if exc.code == "NOT_FOUND" else 400
-    return CommandError(exc.code, exc.detail, status)
+    extra = getattr(exc, "extra", None) or {}
+    hints = [
+        f"{label}: {', '.join(str(item) for item in extra[key][:12])}"
+        for key, label in _HINTS.items()
+        if isinstance(extra.get(key), list) and extra[key]
+    ]
+    message = exc.detail + (f" ({'; '.join(hints)})" if hints else "")
+    return CommandError(exc.code, message, status)
 
 
 def vault_list(
@@ -340,9 +363,11 @@ def vault_search(
         raise _refused(exc) from exc
 
 
-def vault_index(services: Services, full: bool = False) -> dict[str, Any]:
+def vault_index(
+    services: Services, full: bool = False, progress: Callable[..., None] | None = None
+) -> dict[str, Any]:
+    """`progress(phase, done, total)`: only in this process (the CLI's progress bar)."""
     _, index = _vault(services)
-    progress = getattr(services, "progress", None)
     return index.index_vault(full=full, progress=progress).as_dict()
 
 
@@ -355,6 +380,156 @@ def vault_undo(services: Services, n: int = 1, force: bool = False) -> dict[str,
     vault, _ = _vault(services)
     result = vault.undo(n, force=force)
     return {"undone": result.undone, "stopped": result.stopped}
+
+
+# -- tools, and serving them over MCP (X1-X3) ---------------------------------------------------
+
+SERVED_GROUPS = ("memory", "vault")
+CONFIRM_TOOL = "pending_confirm"
+
+
+def tools(services: Services) -> dict[str, Any]:
+    """Every tool with its source, flags and whether it needs confirmation; MCP servers
+    (started here if they were not) and plugins with what went wrong."""
+    from assistant.extensions import mcp_status
+
+    assistant = services.assistant
+    rows = [
+        {
+            "name": tool.name,
+            "group": tool.group,
+            "source": tool.origin,
+            "version": tool.version,
+            "read_only": tool.read_only,
+            "needs_confirmation": tool.dangerous,
+            "description": tool.description.split("\n", 1)[0],
+        }
+        for tool in assistant.registry.tools()
+    ]
+    return {
+        "tools": rows,
+        "mcp_servers": mcp_status(assistant.registry),
+        "plugins": [report.as_dict() for report in assistant.plugins],
+    }
+
+
+def _annotations(tool: Any) -> dict[str, Any]:
+    """MCP hints from our flags: reads are read-only and idempotent, a dangerous tool is
+    destructive, and none of ours reaches outside the machine."""
+    return {
+        "title": tool.name.replace("_", " "),
+        "readOnlyHint": tool.read_only,
+        "destructiveHint": tool.dangerous,
+        "idempotentHint": tool.read_only,
+        "openWorldHint": False,
+    }
+
+
+def _served(tool: Any) -> bool:
+    return tool.origin == "built-in" and tool.group in SERVED_GROUPS
+
+
+def served_tools(services: Services) -> list[dict[str, Any]]:
+    """The tools an MCP client may call: the memory and vault tools, with their schemas,
+    descriptions and hints (and `pending_confirm` only if the user allowed it)."""
+    listed = []
+    for tool in services.assistant.registry.registered():
+        if not _served(tool):
+            continue
+        description = tool.description
+        if tool.dangerous:
+            description += (
+                "\n\nThis tool only prepares the action: it returns a pending action id, and "
+                "nothing changes until the user confirms it (assistant confirm ID)."
+            )
+        listed.append(
+            {
+                "name": tool.name,
+                "description": description,
+                "input_schema": tool.parameters_schema,
+                "annotations": _annotations(tool),
+            }
+        )
+    if services.settings.mcp.client_may_confirm:
+        listed.append(
+            {
+                "name": CONFIRM_TOOL,
+                "description": "Run a pending action the user has agreed to. Call it only "
+                "when the user said yes to exactly this action in this conversation.",
+                "input_schema": {
+                    "type": "object",
+                    "properties": {"action_id": {"type": "string", "description": "a_..."}},
+                    "required": ["action_id"],
+                },
+                "annotations": {
+                    "title": "confirm a pending action",
+                    "readOnlyHint": False,
+                    "destructiveHint": True,
+                    "idempotentHint": False,
+                    "openWorldHint": False,
+                },
+            }
+        )
+    return listed
+
+
+def served_call(
+    services: Services, name: str, arguments: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """One call from an MCP client: validated, run or made pending, redacted, cut to
+    `[mcp] serve_result_chars`, and logged. A confirmation never comes from here unless
+    the user turned `[mcp] client_may_confirm` on."""
+    import json
+    import logging
+    import time
+    import uuid
+
+    from tools.base import ToolContext
+
+    if name == CONFIRM_TOOL and services.settings.mcp.client_may_confirm:
+        return _served_confirm(services, (arguments or {}).get("action_id"))
+    assistant = services.assistant
+    tool = assistant.registry.get(name)
+    if tool is None or not _served(tool):
+        offered = ", ".join(item["name"] for item in served_tools(services))
+        raise CommandError(
+            "UNKNOWN_TOOL", f"there is no tool named {name!r}; offered: {offered}", 404
+        )
+    runner = assistant.served_runner
+    started = time.perf_counter()
+    session, turn_id = "mcp", f"mcp_{uuid.uuid4().hex[:12]}"
+    call = runner.prepare(f"call_{uuid.uuid4().hex[:10]}", name, json.dumps(arguments or {}))
+
+    def context_for(prepared: Any) -> ToolContext:
+        return ToolContext(
+            session=session,
+            turn_id=turn_id,
+            call_id=prepared.call_id,
+            idempotency_key=runner.idempotency_key(session, turn_id, prepared),
+        )
+
+    (outcome,) = runner.run([call], context_for)
+    logging.getLogger("assistant.mcp").info(
+        "MCP client called %s: %s (%.1f ms)",
+        name,
+        outcome.status,
+        (time.perf_counter() - started) * 1000,
+    )
+    return {"tool": name, "status": outcome.status, "ok": outcome.ok, "content": outcome.content}
+
+
+def _served_confirm(services: Services, action_id: Any) -> dict[str, Any]:
+    import json
+
+    if not isinstance(action_id, str) or not action_id:
+        raise CommandError("INVALID_ARGUMENTS", "action_id: a pending action's id is required")
+    done = confirm(services, action_id)
+    content = json.dumps(
+        {"status": done["status"], "summary": done["summary"], "result": done["result"]},
+        ensure_ascii=False,
+        default=str,
+    )
+    return {"tool": CONFIRM_TOOL, "status": done["status"], "ok": True, "content": content}
 
 
 OPERATIONS: dict[str, Callable[..., Any]] = {
@@ -384,6 +559,9 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "vault_index": vault_index,
     "vault_status": vault_status,
     "vault_undo": vault_undo,
+    "tools": tools,
+    "served_tools": served_tools,
+    "served_call": served_call,
 }
 
 

@@ -16,7 +16,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from assistant.errors import ConfigError
 from assistant.paths import data_home
@@ -231,6 +238,61 @@ class SafetySettings(_Section):
         return patterns
 
 
+class McpServerSettings(_Section):
+    """`[[mcp.servers]]`: an MCP server whose tools join ours as `mcp_<name>_<tool>` (X2)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9-]{1,24}$", description="Letters, digits, '-'.")
+    command: str | None = Field(None, description="stdio: the program to start.")
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment.")
+    cwd: str | None = None
+    url: str | None = Field(None, description="Streamable HTTP: the server's MCP endpoint.")
+    headers: dict[str, str] = Field(default_factory=dict, description="HTTP headers (auth).")
+    allow: list[str] | None = Field(None, description="Only these tools (default: all).")
+    deny: list[str] = Field(default_factory=list, description="Never these tools.")
+    trust: list[str] = Field(
+        default_factory=list, description="Tools that run without the user's yes."
+    )
+    timeout_s: float = Field(30.0, gt=0, le=3600, description="Per call.")
+    start_timeout_s: float = Field(30.0, gt=0, le=600, description="Start and list tools.")
+    max_result_chars: int = Field(100_000, ge=1000, description="Longer results are cut.")
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSettings:
+        if bool(self.command) == bool(self.url):
+            raise ValueError(
+                f"server {self.name!r}: give either `command` (stdio) or `url` (HTTP), not "
+                f"{'both' if self.command else 'neither'}"
+            )
+        if self.url and not re.match(r"^https?://", self.url):
+            raise ValueError(f"server {self.name!r}: url must start with http:// or https://")
+        return self
+
+
+class McpSettings(_Section):
+    """MCP both ways (X1, X2): servers we use, and how we serve our own tools."""
+
+    servers: list[McpServerSettings] = Field(default_factory=list)
+    serve_result_chars: int = Field(
+        50_000, ge=1000, description="Size of one tool result served to an MCP client."
+    )
+    client_may_confirm: bool = Field(
+        False,
+        description="Let an MCP client confirm pending actions itself (off: only a person, "
+        "through the CLI or the control API).",
+    )
+
+    @field_validator("servers")
+    @classmethod
+    def _unique_names(cls, servers: list[McpServerSettings]) -> list[McpServerSettings]:
+        seen: set[str] = set()
+        for server in servers:
+            if server.name in seen:
+                raise ValueError(f"two MCP servers are named {server.name!r}")
+            seen.add(server.name)
+        return servers
+
+
 class Settings(_Section):
     home: Path
     model: ModelSettings = Field(default_factory=ModelSettings)
@@ -240,6 +302,7 @@ class Settings(_Section):
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     jobs: JobSettings = Field(default_factory=JobSettings)
     watch: list[WatchRule] = Field(default_factory=list)
+    mcp: McpSettings = Field(default_factory=McpSettings)
     vault: Path | None = None
     debug: bool = False
     config_file: Path | None = None

@@ -19,12 +19,14 @@ from __future__ import annotations
 import html
 import json
 import logging
+import os
 import random
 import re
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from assistant.config import ModelSettings
@@ -64,8 +66,10 @@ _ENTITY = re.compile(r"&(?:#39|#34|quot|amp|lt|gt|apos);")
 
 @dataclass
 class EndpointCaps:
-    """What this endpoint was found to accept; learnt from its refusals, kept per model
-    object (one per configured endpoint), never in module state."""
+    """What this endpoint was found to accept; learnt from its refusals, kept on the
+    model object (one per configured endpoint), never in module state, and in the data
+    directory (`path`), so a one-shot `ask` does not pay for the same refusal again.
+    Entries older than CAPS_MAX_AGE_S are learnt afresh (the server may have changed)."""
 
     stream: bool = True
     stream_tools: bool = True  # llama-cpp-python sends an empty 200 stream for a tool call
@@ -73,15 +77,67 @@ class EndpointCaps:
     tool_choice: bool = True
     flatten_history: bool = False
     json_mode: JsonMode = "json_schema"
+    developer_role: bool = True  # llama-cpp-python has no `developer` role (HTTP 500)
+    tool_reasoning: bool = True  # DeepSeek wants a tool call's reasoning sent back
     learnt: list[str] = field(default_factory=list)
+    path: Path | None = None
+    key: str = ""
 
     def learn(self, what: str) -> None:
         self.learnt.append(what)
         log.warning("model endpoint: %s", what)
+        if self.path is not None:
+            self._save()
+
+    @classmethod
+    def load(cls, path: Path | None, key: str, *, stream: bool) -> EndpointCaps:
+        caps = cls(stream=stream, path=path, key=key)
+        if path is None:
+            return caps
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8")).get(key) or {}
+        except (OSError, ValueError, AttributeError):
+            return caps
+        if time.time() - float(entry.get("at", 0)) > CAPS_MAX_AGE_S:
+            return caps
+        for name in _LEARNT:
+            if name in entry and (name != "stream" or stream):
+                setattr(caps, name, entry[name])
+        return caps
+
+    def _save(self) -> None:
+        assert self.path is not None
+        try:
+            known = json.loads(self.path.read_text(encoding="utf-8"))
+            known = known if isinstance(known, dict) else {}
+        except (OSError, ValueError):
+            known = {}
+        known[self.key] = {name: getattr(self, name) for name in _LEARNT} | {"at": time.time()}
+        partial = self.path.with_suffix(".tmp")
+        try:
+            partial.write_text(json.dumps(known, indent=1), encoding="utf-8")
+            os.replace(partial, self.path)
+        except OSError as exc:  # a read-only data directory: learnt for this process only
+            log.info("cannot keep what the endpoint accepts in %s: %s", self.path, exc)
+
+
+_LEARNT = (
+    "stream",
+    "stream_tools",
+    "stream_options",
+    "tool_choice",
+    "flatten_history",
+    "json_mode",
+    "developer_role",
+    "tool_reasoning",
+)
+CAPS_MAX_AGE_S = 7 * 24 * 3600
 
 
 class OpenAIChatModel:
-    def __init__(self, settings: ModelSettings, *, client: Any | None = None) -> None:
+    def __init__(
+        self, settings: ModelSettings, *, client: Any | None = None, caps_path: Path | None = None
+    ) -> None:
         import openai
 
         self._openai = openai
@@ -89,7 +145,9 @@ class OpenAIChatModel:
         self.name = settings.name
         self.remote = True  # see ChatModel: commit before each request
         self.endpoint = settings.base_url or "https://api.openai.com/v1"
-        self.caps = EndpointCaps(stream=settings.stream)
+        self.caps = EndpointCaps.load(
+            caps_path, f"{self.endpoint} {self.name}", stream=settings.stream
+        )
         self._client = client or openai.OpenAI(
             base_url=settings.base_url,
             api_key=settings.api_key or "not-needed",
@@ -209,8 +267,11 @@ class OpenAIChatModel:
             "model": self.name,
             "messages": wire_messages(
                 messages,
-                settings.system_role,
+                "system"
+                if settings.system_role == "developer" and not caps.developer_role
+                else settings.system_role,
                 flatten=flattened or caps.flatten_history or settings.tool_messages == "text",
+                tool_reasoning=caps.tool_reasoning,
             ),
             "temperature": temperature,
             "max_tokens": self._max_tokens(messages, tools),
@@ -260,6 +321,16 @@ class OpenAIChatModel:
         if request.get("stream") and re.search(r"\bstream\b", text):
             caps.stream = False
             caps.learn(f"streaming refused ({error}); asking for whole replies")
+            return True
+        sent = request.get("messages", ())
+        if "reasoning_content" in text and any("reasoning_content" in m for m in sent):
+            caps.tool_reasoning = False
+            caps.learn(f"reasoning_content refused ({error}); not sent back again")
+            return True
+        sent_roles = {m.get("role") for m in sent}
+        if "developer" in sent_roles:  # servers without the role refuse the whole request
+            caps.developer_role = False
+            caps.learn(f"the developer role was refused ({error}); using system")
             return True
         if "tool_choice" in request and re.search(r"tool[_ ]choice", text):
             caps.tool_choice = False
@@ -377,7 +448,7 @@ class OpenAIChatModel:
             )
         if isinstance(exc, openai.APIStatusError):
             detail = _error_message(exc)
-            log.debug(
+            log.info(
                 "%s answered HTTP %s: %s", where, exc.status_code, _error_message(exc, full=True)
             )
             status = exc.status_code

@@ -323,7 +323,7 @@ class MemoryService:
             log.warning(
                 "conclusion extraction by the model failed, using rules: %s", _one_line(exc)
             )
-            log.debug("extraction failure in full", exc_info=exc)
+            log.info("extraction failure in full (shown with -v)", exc_info=exc)
             return rules
 
     def _model_candidates(self, messages: Sequence[Message]) -> list[Candidate]:
@@ -348,7 +348,7 @@ class MemoryService:
             try:
                 candidate = Candidate.model_validate(item)
             except ValidationError as exc:
-                log.debug("extraction: item dropped: %s", exc)
+                log.info("extraction: item dropped: %s", exc)
                 dropped += 1
                 continue
             if junk_reason(candidate.text) is None:

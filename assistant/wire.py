@@ -6,9 +6,11 @@ request leaves, `wire_messages` turns them into what strict servers accept:
 
 - no `content: null` (llama-cpp-python answers 500 "Input should be a valid string" to an
   assistant tool-call message without content): `""` instead, for stored rows too;
-- only the keys each role has in the API (no row ids, no `reasoning_content`: DeepSeek
-  documents that it must not be sent back), and no `<think>` blocks in past answers
-  (Qwen3 documents that history carries the final answer only);
+- only the keys each role has in the API (no row ids), and no `<think>` blocks in past
+  answers (Qwen3 documents that history carries the final answer only). DeepSeek's rule
+  for `reasoning_content`: an answer's reasoning is not sent back, but the reasoning of
+  an assistant message that made tool calls is (within the turn: stored history keeps
+  no reasoning), unless the endpoint refused it;
 - our context delivered the way the template can take it (`system_role`);
 - optionally (`flatten`), tool calls and results written as plain text, for a server
   that rejects a stored history's tool messages: the session is repaired, not poisoned.
@@ -37,10 +39,14 @@ CONTEXT_HEADER = "Instructions and context for this conversation:"
 
 
 def wire_messages(
-    messages: Sequence[Message], system_role: SystemRole = "system", *, flatten: bool = False
+    messages: Sequence[Message],
+    system_role: SystemRole = "system",
+    *,
+    flatten: bool = False,
+    tool_reasoning: bool = True,
 ) -> list[Message]:
     """The messages as sent: see the module docstring."""
-    sent = [_clean(message) for message in messages]
+    sent = [_clean(message, tool_reasoning and not flatten) for message in messages]
     if flatten:
         sent = _flattened(sent)
     if system_role == "developer":
@@ -50,9 +56,16 @@ def wire_messages(
     return sent
 
 
-def _clean(message: Message) -> Message:
+def _clean(message: Message, tool_reasoning: bool) -> Message:
     role = message.get("role", "user")
     clean = {key: message[key] for key in _KEYS.get(role, ("role", "content")) if key in message}
+    if (
+        tool_reasoning
+        and role == "assistant"
+        and message.get("tool_calls")
+        and (message.get("reasoning_content"))
+    ):
+        clean["reasoning_content"] = message["reasoning_content"]
     content = clean.get("content")
     if content is None:
         clean["content"] = ""

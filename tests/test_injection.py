@@ -154,9 +154,12 @@ def assert_dangerous_calls_pending(assistant: Assistant, outcome: TurnOutcome) -
     assert dangerous, "the scripted model asked for dangerous calls"
     ids = []
     for call in dangerous:
-        assert call.status == "pending_confirmation", (call.name, call.result)
         assert not call.executed
+        if call.status != "pending_confirmation":  # could not run as asked: refused, not offered
+            assert call.result["error"] == call.status, (call.name, call.result)
+            continue
         ids.append(call.result["action_id"])
+    assert ids, "the dangerous calls that could run wait for the user"
     waiting = {action.id: action for action in assistant.pending.list()}
     assert set(ids) <= set(waiting), "every refused call is a pending action the user can see"
     return ids
@@ -173,8 +176,9 @@ def assert_audited(assistant: Assistant, outcome: TurnOutcome) -> dict[str, Any]
             continue
         assert bool(row["dangerous"]) is tool.dangerous, row["tool"]
         assert bool(row["read_only"]) is tool.read_only, row["tool"]
-        if tool.dangerous:
-            assert row["status"] == "pending_confirmation" and not row["executed"]
+        if tool.dangerous:  # held for the user, or refused as unable to run: never run
+            assert not row["executed"]
+            assert row["status"] == "pending_confirmation" or row["status"].isupper()
     return trace
 
 
@@ -192,10 +196,12 @@ def test_an_obeying_model_deletes_nothing_without_confirmation(
 
     assert snapshot(vault) == before, "no note was deleted, overwritten or moved"
     ids = assert_dangerous_calls_pending(online, outcome)
-    assert len(ids) == len(VICTIMS) + 3
+    # every call that could run waits; the one aimed at a heading that does not exist is
+    # refused with its error at once (a preview that cannot run is not offered)
+    assert len(ids) == len(VICTIMS) + 2
     # the model was told nothing happened yet, and how the user confirms
-    told = last_tool_text(fake_openai.requests[2])
-    assert "Nothing has changed yet" in told and ids[-1] in told
+    told = [m["content"] for m in fake_openai.requests[2]["messages"] if m["role"] == "tool"]
+    assert any("Nothing has changed yet" in text and ids[-1] in text for text in told)
     assert_audited(online, outcome)
     # the user decides: rejecting leaves the note, confirming one runs exactly that one
     assert online.reject(ids[0]).status == "rejected"
@@ -236,7 +242,7 @@ def test_an_unattended_run_cannot_confirm_what_an_inbox_file_asked_for(
     )
     ids = assert_dangerous_calls_pending(online, outcome)
     for call in outcome.tool_calls:
-        if call.dangerous:
+        if call.dangerous and call.status == "pending_confirmation":
             assert "unattended" in call.result["note"]
     for action_id in ids:
         assert online.pending.get(action_id).unattended

@@ -346,3 +346,73 @@ def test_tool_messages_text_sends_no_tool_role(server, assistant_for):
 def test_html_entities_echoed_by_an_autoescaping_template_are_decoded(server, assistant_for):
     server.script(completion("It&#39;s &quot;done&quot; &amp; stored."))
     assert assistant_for().ask("hi").answer == 'It\'s "done" & stored.'
+
+
+def test_what_an_endpoint_refused_is_remembered_across_processes(server, tmp_path):
+    server.profile.reject_stream_options = True
+    server.script(completion("one"), completion("two"))
+    (tmp_path / "config.toml").write_text("[model]\nmax_retries = 0\n", encoding="utf-8")
+    for expected in ("one", "two"):  # two one-shot asks, each its own Assistant
+        made = Assistant(load_settings(), tools=[calc_evaluate])
+        try:
+            assert made.ask("hi").answer == expected
+        finally:
+            made.close()
+    assert ["stream_options" in body for body in server.requests] == [True, False, False]
+    assert (tmp_path / "endpoints.json").exists()
+
+
+@pytest.mark.parametrize(
+    "line, key",
+    [('system_role = "assistant"', "model.system_role"), ("max_tokens = 0", "model.max_tokens")],
+)
+def test_a_bad_model_setting_is_named(tmp_path, line, key):
+    from assistant.errors import ConfigError
+
+    (tmp_path / "config.toml").write_text(f"[model]\n{line}\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as failed:
+        load_settings()
+    assert key in str(failed.value) and "\n" not in str(failed.value)
+
+
+def test_a_refused_developer_role_falls_back_to_system(server, assistant_for):
+    def no_developer(body: dict[str, Any]) -> Any:
+        if any(m["role"] == "developer" for m in body["messages"]):
+            return http_error(500, "1 validation error: role Input should be 'system', 'user'")
+        return completion("Hi!")
+
+    server.script(no_developer, no_developer)
+    outcome = assistant_for('system_role = "developer"\n').ask("hi")
+    assert outcome.answer == "Hi!"
+    assert [body["messages"][0]["role"] for body in server.requests] == ["developer", "system"]
+
+
+def test_a_tool_calls_reasoning_goes_back_within_the_turn_as_deepseek_documents(
+    server, assistant_for
+):
+    from fake_openai import tool_call
+
+    server.script(
+        completion(None, [tool_call(*ADD)], reasoning="plan: use the calculator"),
+        completion("It is 89.", reasoning="the tool said 89"),
+        completion("Hello!"),
+    )
+    assistant = assistant_for()
+    assistant.ask("what is 40 + 49?", session="d")
+    assistant.ask("hi", session="d")
+    within = [m for m in server.requests[1]["messages"] if m.get("tool_calls")]
+    assert within[0]["reasoning_content"] == "plan: use the calculator"
+    assert "the tool said 89" not in json.dumps(server.requests[2])
+
+
+def test_a_server_refusing_reasoning_content_gets_it_no_more(server, assistant_for):
+    from fake_openai import tool_call
+
+    def strict(body: dict[str, Any]) -> Any:
+        if any("reasoning_content" in m for m in body["messages"]):
+            return http_error(400, "messages.2.reasoning_content: Extra inputs are not permitted")
+        return completion("It is 89.")
+
+    server.script(completion(None, [tool_call(*ADD)], reasoning="plan"), strict, strict)
+    outcome = assistant_for().ask("what is 40 + 49?")
+    assert outcome.answer == "It is 89." and len(server.requests) == 3

@@ -55,9 +55,11 @@ def test_null_content_never_goes_on_the_wire_and_row_ids_and_reasoning_stay_home
         {"role": "assistant", "content": "<think>x</think>It is 89."},
     ]
     sent = wire_messages(stored)
-    assert sent[1]["content"] == "" and "reasoning_content" not in sent[1]
+    assert sent[1]["content"] == ""
+    assert sent[1]["reasoning_content"] == "hmm"  # DeepSeek: a tool call's reasoning goes back
     assert "id" not in sent[0]
     assert sent[3]["content"] == "It is 89."
+    assert "reasoning_content" not in wire_messages(stored, tool_reasoning=False)[1]
 
 
 def test_system_role_user_moves_every_system_message_into_the_first_user_message():

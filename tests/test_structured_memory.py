@@ -203,3 +203,34 @@ def test_only_conclusions_above_the_relevance_floor_enter_the_context(tmp_path):
         assert [c.text for c in unrelated if c.kind == "note"] == []
     finally:
         offline.close()
+
+
+def test_a_one_shot_ask_prints_no_pydantic_dump_on_stderr(server, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    def reply(body: dict[str, Any]) -> Any:
+        if body["messages"][0]["content"] == EXTRACTION_PROMPT:
+            return completion('{"conclusions": [{"kind": "belief"}, {"text": 5, "tags": "x"}]}')
+        return completion("Noted: Dr. Li.")
+
+    server.script(*[reply] * 4)
+    env = {
+        **os.environ,
+        "ASSISTANT_HOME": str(tmp_path),
+        "OPENAI_BASE_URL": server.base_url,
+        "OPENAI_API_KEY": "test",
+        "ASSISTANT_MODEL": "fake-model",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "assistant", "ask", "Remember that my dentist is Dr. Li."],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Noted: Dr. Li." in done.stdout
+    assert "validation error" not in done.stderr and "input_value" not in done.stderr
+    assert len([line for line in done.stderr.splitlines() if line.strip()]) <= 2

@@ -149,7 +149,7 @@ def _move_with_link_updates(vault: Vault) -> tuple[list[Change], int]:
     plan = vault.plan_move("Projects/Release Checklist.md", "Archive/Runbook")
     assert plan[0].before == plan[0].after  # the rename itself writes no bytes
     assert len(plan) >= 4
-    return plan, sum(len((c.after or "").encode()) for c in plan[1:3])
+    return plan, sum(len(c.after or b"") for c in plan[1:3])
 
 
 def test_a_move_that_fills_the_disk_part_way_is_put_back_whole(

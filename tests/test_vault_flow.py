@@ -92,7 +92,7 @@ def test_search_and_read_notes_offline_in_both_languages(rig: Rig) -> None:
         and "Projects/数据库选型.md" in found.answer
     )
     english = rig.ask("search my notes for payment sandbox")
-    assert "Projects/Project Phoenix.md" in english.answer and "**sandbox**" in english.answer
+    assert "Projects/Project Phoenix.md" in english.answer and "sandbox**" in english.answer
     nothing = rig.ask("search my notes for quantum entanglement")
     assert "Nothing in your notes matches" in nothing.answer
     read = rig.ask("read note Project Phoenix")

@@ -74,13 +74,16 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
 
 
 def test_a_full_index_covers_every_note_and_lists_what_it_skipped(setup: Setup) -> None:
-    progress: list[tuple[int, int, str]] = []
+    progress: list[tuple[str, int, int]] = []
     report = setup.index.index_vault(progress=lambda *step: progress.append(step))
     notes = len(setup.vault.note_paths())
     assert report.notes == notes == 14 and report.changed == notes
     assert report.embedded == report.chunks_added == len(setup.sqlite_ids())
     assert setup.vectors.ids() == setup.sqlite_ids()
-    assert progress[-1][:2] == (notes, notes)
+    text = [step for step in progress if step[0] == "text"]
+    assert text[-1] == ("text", notes, notes)
+    assert progress[-1] == ("vectors", report.embedded, report.embedded)
+    assert progress.index(text[-1]) < progress.index(progress[-1])  # text first, then vectors
     status = setup.index.status()
     assert status["notes"] == notes and status["chunks"] == report.chunks_added
     assert status["last_indexed"] and status["stale"] == [] and status["missing"] == []
@@ -131,7 +134,7 @@ def test_writes_through_the_vault_keep_the_index_current(setup: Setup) -> None:
     setup.vault.append("Projects/知识库迁移.md", "- 11-29：权限核对完成。", heading="进展")
     assert len(setup.backend.passages) == 1 and "权限核对完成" in setup.backend.passages[0]
     [hit] = VaultIndex(setup.vault, setup.database, None, follow=False).search("权限核对", 1)
-    assert hit.path == "Projects/知识库迁移.md" and "**权限**" in hit.snippet
+    assert hit.path == "Projects/知识库迁移.md" and "**权限核对**" in hit.snippet
     setup.vault.move("Projects/Release Checklist.md", "Archive/Runbook")
     assert "Projects/Release Checklist.md" not in setup.paths()
     assert "Archive/Runbook.md" in setup.paths()
@@ -217,10 +220,10 @@ def test_full_rebuild_and_a_changed_embedding_model_reembed_everything(
 def test_snippets_show_the_match_in_context() -> None:
     text = "## Risks\n\n" + "filler words " * 30 + "the payment sandbox is down " + "tail " * 30
     shown = snippet(text, "payments sandbox")
-    assert "**payment** **sandbox**" in shown and shown.startswith("…") and shown.endswith("…")
+    assert "**payment sandbox**" in shown and shown.startswith("…") and shown.endswith("…")
     assert not shown.lstrip("…").startswith("##")
     assert snippet("我们决定使用 PostgreSQL 作为数据库。", "数据库") == (
-        "我们决定使用 PostgreSQL 作为**数据**库。"
+        "我们决定使用 PostgreSQL 作为**数据库**。"
     )
 
 

@@ -243,8 +243,8 @@ def test_templates_and_daily_notes_follow_obsidian_settings(vault: Vault) -> Non
     source, plan = vault.plan_template("周报", "Weekly/{{date:GGGG-[W]WW}} 周报")
     assert source.rel == "Templates/周报模板.md"
     assert plan[0].path.rel == "Weekly/2026-W48 周报.md"
-    assert "# 2026-W48 周报" in (plan[0].after or "")
-    assert 'created: "2026-11-29"' in (plan[0].after or "")
+    assert "# 2026-W48 周报" in (plan[0].after_text or "")
+    assert 'created: "2026-11-29"' in (plan[0].after_text or "")
     with pytest.raises(ToolError) as unknown:
         vault.template_path("Budget")
     assert unknown.value.code == "TEMPLATE_NOT_FOUND"

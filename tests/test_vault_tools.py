@@ -122,7 +122,7 @@ def test_list_read_and_search_with_the_synonyms_models_use(harness: Harness) -> 
     assert "进展" not in section["content"]
     found = harness.ok("vault_search", q="payment sandbox", limit=3)
     assert found["results"][0]["path"] == "Projects/Project Phoenix.md"
-    assert "**sandbox**" in found["results"][0]["snippet"]
+    assert "**payment sandbox**" in found["results"][0]["snippet"]
     chinese = harness.ok("vault_search", query="附件 传输窗口")
     assert chinese["results"][0]["path"] == "Projects/知识库迁移.md"
 
@@ -208,12 +208,11 @@ def test_a_move_updates_links_and_says_where(harness: Harness) -> None:
     assert hits[0]["path"] == "Projects/Launch Runbook.md"
 
 
-def test_a_dangerous_call_that_cannot_run_fails_when_confirmed(harness: Harness) -> None:
-    outcome = harness.call("vault_delete", path="Inbox/Nothing here.md")
-    assert outcome.status == "pending_confirmation"
-    assert outcome.result["would"].startswith("cannot run as asked")
-    done = harness.pending.confirm(outcome.result["action_id"], harness.registry)
-    assert done.status == "failed" and done.result["error"] == "NOT_FOUND"
+def test_a_dangerous_call_that_cannot_run_is_refused_not_offered(harness: Harness) -> None:
+    outcome = harness.call("vault_delete", path="Inbox/Ideas to srot.md")
+    assert outcome.status == "NOT_FOUND"
+    assert outcome.result["did_you_mean"] == ["Inbox/Ideas to sort.md"]
+    assert harness.pending.list() == []  # nothing waits for a yes that could only fail
 
 
 @pytest.mark.parametrize(
@@ -260,17 +259,12 @@ def test_a_confirmation_is_refused_when_the_note_changed_since_the_preview(
         assert "written by the user after the preview" in harness.text(edited)
 
 
-def test_a_preview_that_could_not_run_is_not_confirmed_once_it_could(harness: Harness) -> None:
+def test_a_preview_that_cannot_run_gives_its_error_and_hints(harness: Harness) -> None:
     outcome = harness.call(
         "vault_replace_section", path="Inbox/Ideas to sort.md", heading="Later", text="- done"
     )
-    assert outcome.result["would"].startswith("cannot run as asked")
-    with (harness.vault.root / "Inbox/Ideas to sort.md").open("a", encoding="utf-8") as handle:
-        handle.write("\n## Later\n\nkeep me\n")
-    before = harness.snapshot()
-    with pytest.raises(ConfirmationError) as stale:
-        harness.pending.confirm(outcome.result["action_id"], harness.registry)
-    assert stale.value.code == "STALE" and harness.snapshot() == before
+    assert outcome.status == "SECTION_NOT_FOUND"
+    assert "headings" in outcome.result and harness.pending.list() == []
 
 
 def test_create_from_template_fills_the_variables(harness: Harness) -> None:

@@ -114,11 +114,16 @@ class Tool:
     takes_context: bool = False
     spread_args: bool = False
     preview: Callable[[BaseModel, ToolContext], ActionPreview] | None = None
+    # Where the tool comes from ("built-in", "plugin NAME", "mcp SERVER"), for `assistant
+    # tools` and status; and a group that overrides the name prefix (an MCP server's tools,
+    # `mcp_git_git_log`, form the group `mcp_git`, not one `mcp` group for every server).
+    origin: str = "built-in"
+    group_name: str | None = None
 
     @property
     def group(self) -> str:
         """Tools are grouped by the prefix before the first underscore (`vault_read`)."""
-        return self.name.split("_", 1)[0]
+        return self.group_name or self.name.split("_", 1)[0]
 
     @cached_property
     def parameters_schema(self) -> dict[str, Any]:

@@ -130,6 +130,27 @@ class PendingActions:
         self.database = database
         self.ttl_s = ttl_s
         database.migrate(migrations)
+        self.interrupted = self._resolve_interrupted()
+
+    def _resolve_interrupted(self) -> list[str]:
+        """Actions a crash left `running` (the store opens before anything can confirm,
+        in the one process that owns the data directory): they become `interrupted`
+        instead of "already running" forever. A vault write they began is completed or
+        rolled back when the vault opens (`assistant vault status` says which)."""
+        rows = self.database.query("SELECT id FROM pending_actions WHERE status = 'running'")
+        if not rows:
+            return []
+        result = {
+            "error": "INTERRUPTED",
+            "detail": "the process stopped while this action ran; a vault write it began was "
+            "completed or rolled back at restart (see `assistant vault status`)",
+        }
+        self.database.write(
+            "UPDATE pending_actions SET status = 'interrupted', result = ? "
+            "WHERE status = 'running'",
+            (json.dumps(result),),
+        )
+        return [row["id"] for row in rows]
 
     def create(self, tool: Tool, args: BaseModel, context: ToolContext) -> PendingAction:
         preview: ActionPreview = tool.describe(args, context)

@@ -27,12 +27,14 @@ from tools.confirm import PendingActions, pending_payload
 from tools.pool import Job, WorkerPool
 from tools.registry import ToolRegistry
 from tools.truncate import fit_result, to_json
+from tools.writegate import IDLE, WriteGate, gated
 
 log = logging.getLogger(__name__)
 
 MAX_ARGUMENT_CHARS = 100_000
 PENDING = "pending_confirmation"
 QUEUED_POLL_S = 0.05
+WRITE_FINISH_S = 120.0  # how long a write already under way at its timeout is waited for
 
 
 @dataclass
@@ -112,7 +114,10 @@ class ToolRunner:
         pending: PendingActions | None = None,
         redact: Callable[[Any], Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        sequential_lock: threading.Lock | None = None,
     ) -> None:
+        """`sequential_lock` is shared by runners over the same tools (the loop's and the
+        one serving MCP clients), so sequential tools never overlap across them."""
         self.registry = registry
         self.pending = pending
         self.redact = redact
@@ -121,7 +126,7 @@ class ToolRunner:
         self.cache_ttl_s = cache_ttl_s
         self._clock = clock
         self._pool = WorkerPool(workers)
-        self._sequential = threading.Lock()
+        self._sequential = sequential_lock or threading.Lock()
         self._memo_lock = threading.Lock()
         self._cache: dict[str, tuple[float, Any]] = {}
         self._writes: dict[str, tuple[float, Any]] = {}
@@ -213,6 +218,7 @@ class ToolRunner:
         thread while the pool works); results in call order."""
         outcomes: list[CallOutcome | None] = [None] * len(calls)
         jobs: dict[int, Job] = {}
+        gates: dict[int, WriteGate] = {}
         first_with_key: dict[str, int] = {}
         duplicates: dict[int, int] = {}
         finished: queue.SimpleQueue[Job] = queue.SimpleQueue()
@@ -233,12 +239,13 @@ class ToolRunner:
             if call.tool is not None and call.tool.inline:
                 inline.append((index, call, context))
                 continue
+            gate = gates[index] = WriteGate() if call.has_effects else None
             jobs[index] = self._pool.submit(
-                lambda c=call, ctx=context: self._invoke(c, ctx), finished
+                lambda c=call, ctx=context, g=gate: self._invoke(c, ctx, g), finished
             )
         for index, call, context in inline:  # while the pool works on the others
             outcomes[index] = self._collect(call, *self._invoke(call, context))
-        self._wait(calls, jobs, outcomes, deadline, finished)
+        self._wait(calls, jobs, outcomes, deadline, finished, gates)
         for index, original in duplicates.items():
             outcomes[index] = self._replay(calls[index], outcomes[original])
         return [outcome for outcome in outcomes if outcome is not None]
@@ -305,12 +312,15 @@ class ToolRunner:
         digest = hashlib.sha256(f"{session}\0{turn_id}\0{call.key}".encode()).hexdigest()
         return digest[:24]
 
-    def _invoke(self, call: PreparedCall, context: ToolContext) -> tuple[Any, float]:
+    def _invoke(
+        self, call: PreparedCall, context: ToolContext, gate: WriteGate | None = None
+    ) -> tuple[Any, float]:
         assert call.tool is not None and call.args is not None
-        if call.tool.sequential:
-            with self._sequential:
-                return self._timed(call, context)
-        return self._timed(call, context)
+        with gated(gate):
+            if call.tool.sequential:
+                with self._sequential:
+                    return self._timed(call, context)
+            return self._timed(call, context)
 
     @staticmethod
     def _timed(call: PreparedCall, context: ToolContext) -> tuple[Any, float]:
@@ -330,8 +340,12 @@ class ToolRunner:
         outcomes: list[CallOutcome | None],
         deadline: float | None,
         finished: queue.SimpleQueue[Job],
+        gates: dict[int, WriteGate] | None = None,
     ) -> None:
-        """Collect results as they finish; give up on calls past their own timeout."""
+        """Collect results as they finish; give up on calls past their own timeout. A
+        call whose write is under way is not given up: its write completes and its real
+        result is reported (a write never happens behind a timeout's back)."""
+        gates = gates or {}
         index_of = {id(job): index for index, job in jobs.items()}
         pending = dict(jobs)
         while pending:
@@ -352,8 +366,18 @@ class ToolRunner:
             for index, waiting in list(pending.items()):
                 limit = self._limit(calls[index], waiting, deadline)
                 if limit is not None and now >= limit and not waiting.future.done():
-                    self._pool.abandon(waiting)
-                    outcomes[index] = self._timeout(calls[index], waiting, deadline)
+                    gate = gates.get(index)
+                    state = gate.give_up() if gate is not None else IDLE
+                    if state != IDLE:
+                        outcomes[index] = self._finish_write(calls[index], waiting)
+                    else:
+                        self._pool.abandon(waiting)
+                        outcomes[index] = self._timeout(
+                            calls[index],
+                            waiting,
+                            deadline,
+                            unwritten=gate is not None and gate.consulted,
+                        )
                     del pending[index]
 
     def _limit(self, call: PreparedCall, job: Job, deadline: float | None) -> float | None:
@@ -385,7 +409,39 @@ class ToolRunner:
                 memo[self._memo_key(call)] = (self._clock() + ttl, payload)
         return self._outcome(call, "ok", payload, duration_ms)
 
-    def _timeout(self, call: PreparedCall, job: Job, deadline: float | None) -> CallOutcome:
+    def _finish_write(self, call: PreparedCall, job: Job) -> CallOutcome:
+        """The call's time is up but its write is under way: wait for it, and report what
+        it did, saying it took longer than its timeout."""
+        assert call.tool is not None
+        seconds = call.tool.timeout_s or self.default_timeout_s
+        try:
+            value, duration_ms = job.future.result(timeout=WRITE_FINISH_S)
+        except TimeoutError:
+            self._pool.abandon(job)
+            payload = {
+                "error": "WRITE_IN_FLIGHT",
+                "detail": f"{call.name} passed its {seconds:g} s timeout while writing and is "
+                f"still writing after {WRITE_FINISH_S:g} s more; it may yet finish. Check "
+                "before retrying (assistant vault undo lists what was written)",
+            }
+            return self._outcome(call, "WRITE_IN_FLIGHT", payload, WRITE_FINISH_S * 1000)
+        outcome = self._collect(call, value, duration_ms)
+        if isinstance(outcome.result, dict):
+            late = {
+                **outcome.result,
+                "timeout_note": f"this took longer than the {seconds:g} s timeout, but its "
+                "write had begun, so it was finished, not abandoned: the result above is "
+                "what happened",
+            }
+            outcome = self._outcome(call, outcome.status, late, duration_ms)
+        outcome.extra["finished_after_timeout"] = True
+        return outcome
+
+    def _timeout(
+        self, call: PreparedCall, job: Job, deadline: float | None, *, unwritten: bool = False
+    ) -> CallOutcome:
+        """`unwritten`: the tool writes through its gate and had not begun, so nothing was
+        (or ever will be) written; the result says so."""
         assert call.tool is not None
         if job.started_at is None:
             payload = {"error": "NOT_RUN", "detail": "the turn ran out of time before it started"}
@@ -396,6 +452,13 @@ class ToolRunner:
             detail = f"{call.name} was stopped: the turn's time budget ran out"
         else:
             detail = f"{call.name} did not finish within {seconds:g} s"
+        if call.tool.read_only:
+            detail += "; nothing was changed"
+        elif unwritten:
+            detail += (
+                "; it had not begun writing, so nothing was changed and nothing will be "
+                "(retrying is safe)"
+            )
         payload = {"error": "TIMEOUT", "detail": detail}
         return self._outcome(call, "TIMEOUT", payload, (self._clock() - job.started_at) * 1000)
 

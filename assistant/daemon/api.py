@@ -28,7 +28,8 @@ import os
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import uvicorn
@@ -36,6 +37,7 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPBearer
 from pydantic import BaseModel, Field
+from starlette.routing import BaseRoute
 
 from assistant import __version__, commands
 from assistant.commands import Services
@@ -66,6 +68,10 @@ class VaultIndexRequest(BaseModel):
 class VaultUndoRequest(BaseModel):
     n: int = Field(1, ge=1, le=100)
     force: bool = False
+
+
+class ServedCallRequest(BaseModel):
+    arguments: dict[str, Any] = Field(default_factory=dict)
 
 
 class BearerToken:
@@ -149,8 +155,18 @@ async def stream_turn(services: Services, text: str, session: str | None) -> Asy
         cancel.set()
 
 
-def create_app(services: Services, token: str, *, routers: Sequence[APIRouter] = ()) -> FastAPI:
+def create_app(
+    services: Services,
+    token: str,
+    *,
+    routers: Sequence[APIRouter] = (),
+    routes: Sequence[BaseRoute] = (),
+    lifespan: Callable[[Any], AbstractAsyncContextManager[Any]] | None = None,
+) -> FastAPI:
+    """`routes` are raw ASGI routes (the MCP endpoint, X1) behind the same token; what they
+    need running (the MCP session manager) is entered by `lifespan`."""
     app = FastAPI(
+        lifespan=lifespan,
         title="assistant daemon",
         version=__version__,
         description="Control API of a local assistant daemon. Loopback only; every request "
@@ -318,8 +334,24 @@ def create_app(services: Services, token: str, *, routers: Sequence[APIRouter] =
     def vault_undo(request: VaultUndoRequest) -> dict[str, Any]:
         return commands.vault_undo(s, request.n, request.force)
 
+    @app.get("/tools", tags=["tools"])
+    def tools_list() -> dict[str, Any]:
+        """Every tool with its source and flags; MCP servers and plugins with their state."""
+        return commands.tools(s)
+
+    @app.get("/tools/served", tags=["tools"])
+    def served_tools() -> list[dict[str, Any]]:
+        """The tools offered to MCP clients, with their schemas and hints."""
+        return commands.served_tools(s)
+
+    @app.post("/tools/served/{name}", tags=["tools"])
+    def served_call(name: str, request: ServedCallRequest) -> dict[str, Any]:
+        """One MCP client's call; a dangerous tool answers with a pending action."""
+        return commands.served_call(s, name, request.arguments)
+
     for router in routers:
         app.include_router(router)
+    app.router.routes.extend(routes)
     return app
 
 
@@ -345,7 +377,7 @@ class ApiServer:
                 app,
                 log_config=None,
                 access_log=False,
-                lifespan="off",
+                lifespan="on",
                 ws="none",
                 timeout_graceful_shutdown=5,
             )

@@ -181,7 +181,16 @@ class Daemon:
         home = self.settings.home
         token = secrets.token_urlsafe(32)
         _write_private(home / TOKEN_FILE, token + "\n")
-        app = create_app(self, token, routers=self.routers())
+        from assistant.commands import OPERATIONS
+        from assistant.mcp_server import HttpEndpoint
+
+        def call(operation: str, **params: Any) -> Any:
+            return OPERATIONS[operation](self, **params)
+
+        mcp = HttpEndpoint(call)  # /mcp: our tools over streamable HTTP (X1)
+        app = create_app(
+            self, token, routers=self.routers(), routes=[mcp.route()], lifespan=mcp.lifespan
+        )
         daemon = self.settings.daemon
         self.api = ApiServer(app, daemon.host, daemon.port)
         self.api.start()

@@ -20,7 +20,11 @@ PROTECTED = {
     ".git": "the vault's git repository",
     ".trash": "Obsidian's trash folder",
 }
-_FORBIDDEN_IN_NAMES = re.compile(r'[\x00-\x1f<>:"|?*]')
+# Obsidian refuses these in a note's name (its links would break on them: `#` starts a
+# heading, `^` a block, `|` an alias, `[ ]` the link itself); the OS-level ones after
+_OBSIDIAN_FORBIDDEN = re.compile(r"[#^\[\]|\\:]")
+_OS_FORBIDDEN = re.compile(r'[\x00-\x1f\x7f<>"?*]')
+_RESERVED = re.compile(r"^(?:CON|PRN|AUX|NUL|COM[1-9]|LPT[1-9])(?:\..*)?$", re.IGNORECASE)
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _SHORT_SUFFIX = re.compile(r"^\.(?=[a-z0-9]*[a-z])[a-z0-9]{1,4}$")
 _OTHER_EXTENSIONS = (
@@ -88,6 +92,36 @@ class VaultJail:
                 "PATH_FORBIDDEN", f"{raw!r} is inside the hidden folder or file {part!r}"
             )
 
+    @staticmethod
+    def _check_name(part: str, raw: str) -> None:
+        """A name a note or folder may be given (create, move): Obsidian's rules, then
+        the file systems' (Windows' included: the vault may be synced to one)."""
+        found = _OBSIDIAN_FORBIDDEN.search(part)
+        if found:
+            raise ToolError(
+                "INVALID_PATH",
+                f"{raw!r}: a note or folder name cannot contain {found.group(0)!r}; Obsidian "
+                r"forbids # ^ [ ] | \ : in names (links to the note would break)",
+                name=part,
+            )
+        found = _OS_FORBIDDEN.search(part)
+        if found:
+            shown = repr(found.group(0))
+            raise ToolError(
+                "INVALID_PATH",
+                f"{raw!r}: a note or folder name cannot contain {shown}; file systems "
+                r'forbid < > " ? * and control characters',
+                name=part,
+            )
+        stem = part[: -len(MARKDOWN_SUFFIX)] if part.lower().endswith(MARKDOWN_SUFFIX) else part
+        if _RESERVED.match(stem) or stem.endswith((".", " ")):
+            raise ToolError(
+                "INVALID_PATH",
+                f"{raw!r}: {stem!r} cannot be a file name on Windows (a reserved name, or a "
+                "name ending in a dot or a space)",
+                name=part,
+            )
+
     def _inside(self, candidate: Path, raw: str) -> VaultPath:
         """Resolve symlinks and prove the result is still inside the root."""
         resolved = candidate.resolve(strict=False)
@@ -108,21 +142,20 @@ class VaultJail:
             raise ToolError("INVALID_PATH", "a note path is needed, e.g. 'Inbox/Idea.md'")
         suffix = PurePosixPath(parts[-1]).suffix
         if suffix.lower() != MARKDOWN_SUFFIX:
-            if suffix.lower() in OTHER_FILES or _SHORT_SUFFIX.match(suffix):
+            titled = self.root.joinpath(*parts[:-1], parts[-1] + MARKDOWN_SUFFIX)
+            looks_other = suffix.lower() in OTHER_FILES or _SHORT_SUFFIX.match(suffix)
+            if looks_other and not (not for_write and titled.is_file()):
                 raise ToolError(
                     "NOT_MARKDOWN",
                     f"{path!r} is a {suffix} file; only markdown notes (.md) can be "
-                    f"{'written' if for_write else 'read'}",
+                    f"{'written' if for_write else 'read'} (a note titled "
+                    f"{parts[-1]!r} is {parts[-1] + MARKDOWN_SUFFIX!r}: give that name)",
                 )
-            parts[-1] += MARKDOWN_SUFFIX
+            parts[-1] += MARKDOWN_SUFFIX  # a title, dots and all (`Node.js`)
             self._check_length(parts[-1], str(path))
         if for_write:
             for part in parts:
-                if _FORBIDDEN_IN_NAMES.search(part):
-                    raise ToolError(
-                        "INVALID_PATH",
-                        f"{path!r}: note and folder names cannot contain " + r'< > : " | ? *',
-                    )
+                self._check_name(part, str(path))
                 if len(part.encode("utf-8")) > MAX_NAME_BYTES:
                     raise ToolError(
                         "INVALID_PATH", f"{path!r}: the name {part[:40]!r}... is too long"
@@ -131,6 +164,14 @@ class VaultJail:
         if found.abs.suffix.lower() != MARKDOWN_SUFFIX:
             raise ToolError("NOT_MARKDOWN", f"{path!r} resolves to a file that is not markdown")
         return found
+
+    def existing_file(self, path: str) -> VaultPath:
+        """Any file inside the vault (a canvas a move updates, a journaled path): the
+        same jail, without the markdown-only rule. Not for paths a model chose."""
+        parts = self._parts(path, "path")
+        if not parts:
+            raise ToolError("INVALID_PATH", "a file path is needed")
+        return self._inside(self.root.joinpath(*parts), str(path))
 
     def folder(self, path: str | None) -> VaultPath:
         """A folder inside the vault; empty, '.' or '/' is the root."""

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import os
 import posixpath
 import re
+import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -22,13 +24,21 @@ from typing import Any
 from urllib.parse import unquote
 
 import yaml
-from frontmatter.default_handlers import YAMLHandler
+from frontmatter.default_handlers import SafeLoader, YAMLHandler
 
 MARKDOWN_SUFFIX = ".md"
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 CHUNK_MAX_CHARS = 1200
+NOT_UTF8_REASON = "not valid UTF-8 text"
+# a frontmatter block is a few properties: past these it is refused, not parsed (a
+# 311-byte YAML alias bomb expands to millions of nodes)
+FRONTMATTER_MAX_CHARS = 64 * 1024
+FRONTMATTER_MAX_NODES = 20_000
 
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+# a fence may sit in a blockquote or callout (`> ```md`) or a list item (`- ```` or
+# indented under one): the container's markers come first
+_CONTAINER = re.compile(r"^((?:[ \t]*>)*)[ \t]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+)?[ \t]*")
+_FENCE = re.compile(r"(`{3,}|~{3,})")
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})[ \t]+(.*?)[ \t]*$")
 _HEADING_CLOSE = re.compile(r"[ \t]+#+$")
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
@@ -76,9 +86,13 @@ class WikiLink:
 
 @dataclass(frozen=True)
 class Heading:
+    """`text` is the heading as Obsidian shows it (inline code, links and emphasis as
+    their words); `source` is what the line says after its `#`s."""
+
     level: int
     text: str
     line: int
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -102,6 +116,13 @@ class Chunk:
     ordinal: int
     hash: str = ""
     embed_text: str = ""
+
+    @property
+    def index_text(self) -> str:
+        """What full text search indexes: the embedded text (links as the reader sees
+        them) and the names of the notes the links point at."""
+        names = link_target_names(self.text)
+        return f"{self.embed_text}\n{' '.join(names)}" if names else self.embed_text
 
 
 @dataclass
@@ -146,9 +167,77 @@ def content_hash(text: str) -> str:
 # -- frontmatter ---------------------------------------------------------------------------
 
 
+class FrontmatterRefused(yaml.YAMLError):
+    """Frontmatter too large, or aliases that would expand past the node limit."""
+
+
+def _expanded_size(root: yaml.Node, limit: int) -> int:
+    """How many nodes the document holds once every alias is expanded (as `jsonable`
+    and JSON output would expand it), counted without expanding: each distinct node's
+    size is computed once. Stops early past `limit`; a cycle counts as past it."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    open_nodes: set[int] = set()
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if key in sizes:
+            continue
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        if done:
+            open_nodes.discard(key)
+            size = 1 + sum(sizes[id(child)] for child in children)
+            sizes[key] = min(size, limit + 1)
+            if size > limit and node is root:
+                return size
+            continue
+        if key in open_nodes:
+            return limit + 1  # a node that contains itself never finishes expanding
+        open_nodes.add(key)
+        stack.append((node, True))
+        for child in children:
+            if id(child) in open_nodes:
+                return limit + 1
+            if id(child) not in sizes:
+                stack.append((child, False))
+    return sizes[id(root)]
+
+
+class _BoundedLoader(SafeLoader):  # type: ignore[misc, valid-type]
+    """python-frontmatter's safe loader (the C one when available) that refuses a
+    document whose aliases expand past `FRONTMATTER_MAX_NODES` before constructing it."""
+
+    def get_single_data(self) -> Any:
+        node = self.get_single_node()
+        if node is None:
+            return None
+        size = _expanded_size(node, FRONTMATTER_MAX_NODES)
+        if size > FRONTMATTER_MAX_NODES:
+            raise FrontmatterRefused(
+                f"frontmatter expands past {FRONTMATTER_MAX_NODES} values (YAML aliases); "
+                "not parsed"
+            )
+        return self.construct_document(node)
+
+
+def load_frontmatter(block: str) -> Any:
+    """The YAML of a frontmatter block, within the size and alias limits."""
+    if len(block) > FRONTMATTER_MAX_CHARS:
+        raise FrontmatterRefused(
+            f"frontmatter is {len(block)} characters, over the limit of {FRONTMATTER_MAX_CHARS}"
+        )
+    return yaml.load(block, Loader=_BoundedLoader)
+
+
 def split_frontmatter(raw: str) -> tuple[dict[str, Any], str | None, int]:
     """(data, error, body offset). A note without frontmatter has ({}, None, 0); broken
-    YAML gives ({}, why, offset after the block) so the body still reads right."""
+    YAML gives ({}, why, offset after the block) so the body still reads right. Any
+    failure to read the block (bad YAML, `date: 2026-13-45`, an alias bomb, nesting
+    deeper than the parser goes) is one note's error, never an exception."""
     handler = YAMLHandler()
     text = raw[1:] if raw.startswith("\ufeff") else raw
     bom = len(raw) - len(text)
@@ -159,12 +248,21 @@ def split_frontmatter(raw: str) -> tuple[dict[str, Any], str | None, int]:
     except ValueError:
         return {}, "frontmatter starts with --- but has no closing --- line", 0
     offset = bom + len(text) - len(content)
-    if content.startswith("\n"):
+    if content.startswith("\r\n"):
+        offset += 2
+    elif content.startswith("\n"):
         offset += 1
     try:
-        data = handler.load(block)
+        data = load_frontmatter(block)
+    except FrontmatterRefused as exc:
+        return {}, str(exc), offset
     except yaml.YAMLError as exc:
         return {}, f"frontmatter is not valid YAML: {' '.join(str(exc).split())}", offset
+    except RecursionError:
+        return {}, "frontmatter is nested too deeply to read", offset
+    except Exception as exc:  # noqa: BLE001 - e.g. ValueError for a date like 2026-13-45
+        why = " ".join(str(exc).split())[:200]
+        return {}, f"frontmatter has a value that cannot be read ({why})", offset
     if data is None:
         return {}, None, offset
     if not isinstance(data, dict):
@@ -205,18 +303,28 @@ def frontmatter_tags(data: dict[str, Any]) -> list[str]:
 
 
 def _code_lines(lines: Sequence[str]) -> set[int]:
-    """Lines inside fenced code blocks (fences included)."""
+    """Lines inside fenced code blocks (fences included), also inside blockquotes,
+    callouts and list items. A fence opened inside a blockquote ends with it."""
     inside: set[int] = set()
     fence: str | None = None
+    depth = 0
     for number, line in enumerate(lines):
-        match = _FENCE.match(line)
-        if fence is None and match:
-            fence = match.group(1)[0] * len(match.group(1))
-            inside.add(number)
-        elif fence is not None:
-            inside.add(number)
-            if match and match.group(1).startswith(fence) and not line.strip().strip(fence[0]):
-                fence = None
+        container = _CONTAINER.match(line)
+        assert container is not None  # the pattern matches every line
+        quotes = container.group(1).count(">")
+        rest = line[container.end() :]
+        match = _FENCE.match(rest)
+        if fence is None:
+            if match and not (match.group(1)[0] == "`" and "`" in rest[match.end() :]):
+                fence, depth = match.group(1), quotes
+                inside.add(number)
+            continue
+        if depth and quotes < depth:
+            fence = None  # the blockquote holding the fence ended
+            continue
+        inside.add(number)
+        if match and match.group(1).startswith(fence) and not rest.strip().strip(fence[0]):
+            fence = None
     return inside
 
 
@@ -246,12 +354,21 @@ def _prose_lines(raw: str, first_line: int) -> list[tuple[int, str]]:
     ]
 
 
+def _link_name(inner: str) -> tuple[str, str]:
+    """A wikilink's inside as (target part, alias). In a table the alias separator is
+    escaped (`[[Note\\|shown]]`): the backslash belongs to neither part."""
+    target, bar, alias = inner.partition("|")
+    if bar and target.endswith("\\"):
+        target = target[:-1]
+    return target, alias
+
+
 def parse_links_in(prose: Iterable[tuple[int, str]]) -> list[WikiLink]:
     links = []
     for number, line in prose:
         for match in _WIKILINK.finditer(line):
             inner = match.group(2)
-            target, _, alias = inner.partition("|")
+            target, alias = _link_name(inner)
             target, _, heading = target.partition("#")
             target = target.strip()
             links.append(
@@ -280,11 +397,18 @@ def parse_note(path: str, raw: str) -> Note:
     )
     prose = _prose_lines(raw, note.body_line)
     tags = frontmatter_tags(data)
+    raw_lines: list[str] | None = None
     for number, line in prose:
         match = _HEADING.match(line)
         if match:
-            text = _HEADING_CLOSE.sub("", match.group(2)).strip()
-            note.headings.append(Heading(len(match.group(1)), text, number))
+            if raw_lines is None:
+                raw_lines = raw.splitlines()
+            # the heading's words come from the raw line: inline code, links and
+            # emphasis are part of a heading's text (`## `ob sync-setup``)
+            written = _HEADING.match(raw_lines[number].rstrip(_LINE_BREAKS))
+            source = written.group(2) if written else match.group(2)
+            shown = heading_text(source)
+            note.headings.append(Heading(len(match.group(1)), shown, number, source.strip()))
         scan = _WIKILINK.sub(" ", _MD_LINK_URL.sub(" ", line))
         tags.extend(tag.rstrip("/") for tag in _INLINE_TAG.findall(scan))
     note.links = parse_links_in(prose)
@@ -319,14 +443,48 @@ def sections(note: Note) -> list[Section]:
     return found
 
 
+_HEADING_MARKUP = [
+    (re.compile(r"(`+)(.+?)\1"), r"\2"),  # inline code: its content
+    (re.compile(r"!?\[\[([^\[\]|]*?)(?:\\?\|([^\[\]]*))?\]\]"), None),  # wikilinks
+    (re.compile(r"!?\[([^\[\]]*)\]\([^)]*\)"), r"\1"),  # markdown links: their text
+    (re.compile(r"(\*\*|__|~~|==)(.+?)\1"), r"\2"),  # strong, strike, highlight
+    (re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])"), r"\1"),  # *emphasis*
+    (re.compile(r"(?<!\w)_(?!\s)(.+?)(?<!\s)_(?!\w)"), r"\1"),  # _emphasis_
+]
+_BLOCK_ID_END = re.compile(r"\s+\^[A-Za-z0-9-]+$")
+
+
+def _shown_link(match: re.Match[str]) -> str:
+    target, alias = match.group(1), match.group(2)
+    if alias:
+        return alias
+    name, _, heading = target.partition("#")
+    return f"{name} > {heading}" if name and heading else (name or heading)
+
+
+def heading_text(source: str) -> str:
+    """A heading as Obsidian shows it: closing `#`s and a block id dropped, inline code,
+    links and emphasis as their words."""
+    text = _BLOCK_ID_END.sub("", _HEADING_CLOSE.sub("", source.strip())).strip()
+    for pattern, replacement in _HEADING_MARKUP:
+        text = pattern.sub(_shown_link if replacement is None else replacement, text)
+    return " ".join(text.split())
+
+
 def _heading_key(text: str) -> str:
     return " ".join(text.strip().lstrip("#").split()).casefold()
 
 
 def find_sections(note: Note, heading: str) -> list[Section]:
-    """Sections whose heading text matches `heading` (case-insensitive, `#`s optional)."""
+    """Sections whose heading matches `heading` (case-insensitive, `#`s optional), as
+    shown (`ob sync-setup`) or as written (`` `ob sync-setup` ``)."""
     wanted = _heading_key(heading)
-    return [section for section in sections(note) if _heading_key(section.heading.text) == wanted]
+    return [
+        section
+        for section in sections(note)
+        if wanted
+        in (_heading_key(section.heading.text), _heading_key(section.heading.source or ""))
+    ]
 
 
 def section_text(note: Note, section: Section, *, with_heading: bool = True) -> str:
@@ -432,7 +590,7 @@ def link_refs(raw: str, body_line: int = 0) -> list[LinkRef]:
         if number in code:
             continue
         for match in _WIKILINK.finditer(line):
-            name = match.group(2).partition("|")[0].partition("#")[0]
+            name = _link_name(match.group(2))[0].partition("#")[0]
             lead = len(name) - len(name.lstrip())
             if name.strip():
                 start = base + match.start(2) + lead
@@ -503,6 +661,23 @@ def relink(
     headings, aliases, anchors and titles kept. With `file_exists`, relative links to
     attachments are kept pointing at them when the note itself changes folder. Code and
     comments are left alone. Returns (text, how many links changed)."""
+    edits = relink_edits(note, new_source, old, new, moved, file_exists=file_exists)
+    raw = note.raw
+    for start, end, text in reversed(edits):
+        raw = raw[:start] + text + raw[end:]
+    return raw, len(edits)
+
+
+def relink_edits(
+    note: Note,
+    new_source: str,
+    old: LinkResolver,
+    new: LinkResolver,
+    moved: Mapping[str, str],
+    *,
+    file_exists: Callable[[str], bool] | None = None,
+) -> list[tuple[int, int, str]]:
+    """The edits `relink` makes: (start, end, new text) in the raw text, in order."""
     edits: list[tuple[int, int, str]] = []
     old_folder = posixpath.dirname(note.path)
     new_folder = posixpath.dirname(new_source)
@@ -525,37 +700,160 @@ def relink(
         text = _link_path(ref, note.path, new_source, dest, old, new)
         if text is not None:
             edits.append((ref.start, ref.end, text))
-    raw = note.raw
-    for start, end, text in reversed(edits):
-        raw = raw[:start] + text + raw[end:]
-    return raw, len(edits)
+    return edits
 
 
 # -- files that are not notes ----------------------------------------------------------------
 
 
+class NotANote(OSError):
+    """A file that is not read as a note; the message is the reason."""
+
+
+def readable_name(rel: str) -> str:
+    """A path as text that can be stored and shown: bytes that are not UTF-8 (kept by
+    Python as lone surrogates) become `\\xNN` escapes."""
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def name_problem(rel: str) -> str | None:
+    """Why a file name cannot be a note's name (None when it can)."""
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return "the file name is not valid UTF-8"
+    return None
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "not a regular file"
+
+
+def read_note_bytes(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+    """The bytes of a regular file of at most `max_bytes`, else `NotANote`. Opened without
+    blocking and checked after opening: a FIFO named `x.md` would hang a plain open, and
+    a file swapped for one between a stat and the open is caught too."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotANote(f"{_kind(info.st_mode)}, not a note")
+        if info.st_size > max_bytes:
+            raise NotANote(_too_large(info.st_size, max_bytes))
+        chunks = []
+        left = max_bytes + 1
+        while left > 0:
+            data = os.read(fd, min(left, 1 << 20))
+            if not data:
+                break
+            chunks.append(data)
+            left -= len(data)
+        data = b"".join(chunks)
+        if len(data) > max_bytes:
+            raise NotANote(_too_large(len(data), max_bytes))
+        return data
+    finally:
+        os.close(fd)
+
+
+def _too_large(size: int, max_bytes: int) -> str:
+    return f"too large ({size / 1_048_576:.1f} MB > {max_bytes / 1_048_576:.1f} MB)"
+
+
 def skip_reason(
-    path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES, size: int | None = None, peek: bool = True
+    path: Path,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    size: int | None = None,
+    peek: bool = True,
+    mode: int | None = None,
 ) -> str | None:
-    """Why a file in the vault is not a note: non-markdown, huge, or (when `peek`ing at its
-    first bytes) binary; None for a note."""
+    """Why a file in the vault is not a note: non-markdown, not a regular file, huge, or
+    (when `peek`ing at its first bytes) binary; None for a note."""
     if path.suffix.lower() != MARKDOWN_SUFFIX:
         return f"not markdown ({path.suffix or 'no extension'})"
-    size = path.stat().st_size if size is None else size
+    if mode is None or size is None:
+        info = path.stat()
+        mode, size = info.st_mode, info.st_size
+    if not stat.S_ISREG(mode):
+        return f"{_kind(mode)}, not a note"
     if size > max_bytes:
-        return f"too large ({size / 1_048_576:.1f} MB > {max_bytes / 1_048_576:.1f} MB)"
+        return _too_large(size, max_bytes)
     if not peek:
         return None
-    with path.open("rb") as handle:
-        head = handle.read(8192)
+    try:
+        return head_reason(read_note_bytes(path, max_bytes=max_bytes))
+    except NotANote as exc:
+        return str(exc)
+
+
+def head_reason(data: bytes) -> str | None:
+    """Why a markdown file's bytes are not a note, judged by the first 8 KiB: binary
+    (NUL bytes) or not UTF-8 there. Odd bytes further on keep it a note (one that is
+    never rewritten)."""
+    head = data[:8192]
     if b"\x00" in head:
         return "binary content (NUL bytes)"
     try:
         head.decode("utf-8")
     except UnicodeDecodeError as exc:
         if exc.start < len(head) - 4:  # not merely a character cut at the 8 KiB boundary
-            return "not valid UTF-8 text"
+            return NOT_UTF8_REASON
     return None
+
+
+# -- text as a reader sees it (for the index and snippets) ------------------------------------
+
+_SHOWN_WIKILINK = re.compile(r"!?\[\[([^\[\]\n]+?)\]\]")
+_SHOWN_MD_LINK = re.compile(r"(!?)\[([^\[\]\n]*)\]\([^()\n]*(?:\([^()\n]*\)[^()\n]*)*\)")
+_BLOCK_ID = re.compile(r"(?<!\S)\^[A-Za-z0-9-]+(?=\s*$)", re.MULTILINE)
+
+
+def _wikilink_shown(match: re.Match[str]) -> str:
+    target, alias = _link_name(match.group(1))
+    if alias.strip():
+        return alias.strip()
+    name, _, heading = target.partition("#")
+    name = PurePosixPath(_without_md(name.strip())).name if name.strip() else ""
+    heading = "" if heading.strip().startswith("^") else heading.strip()
+    return " ".join(part for part in (name, heading) if part)
+
+
+def shown_text(text: str) -> str:
+    """Markdown with links as a reader sees them: a wikilink as its alias (else its
+    note's name and heading), a markdown link as its text; block ids (`^id`) dropped.
+    A chunk whose only change is where a link points embeds the same text (and keeps its
+    vector); snippets never highlight inside link syntax."""
+    text = _SHOWN_WIKILINK.sub(_wikilink_shown, text)
+    text = _SHOWN_MD_LINK.sub(lambda m: m.group(2), text)
+    return _BLOCK_ID.sub("", text)
+
+
+def link_target_names(text: str) -> list[str]:
+    """The names of the notes `text` links to, where the link shows other words."""
+    names: list[str] = []
+    for match in _SHOWN_WIKILINK.finditer(text):
+        target, alias = _link_name(match.group(1))
+        name = PurePosixPath(_without_md(target.partition("#")[0].strip())).name
+        if alias.strip() and name and name not in names:
+            names.append(name)
+    return names
+
+
+def chunk_embed_text(title: str, heading: str, piece: str) -> str:
+    """What a chunk embeds: the note's title, the heading trail, the text as shown."""
+    if not piece:
+        return title
+    shown = shown_text(piece)
+    return f"{title}\n{heading}\n{shown}" if heading else f"{title}\n{shown}"
 
 
 # -- chunks for the index --------------------------------------------------------------------
@@ -617,7 +915,7 @@ def chunk_note(note: Note, *, max_chars: int = CHUNK_MAX_CHARS) -> list[Chunk]:
             piece = piece.strip()
             if not piece:
                 continue
-            embed_text = f"{note.title}\n{label}\n{piece}" if label else f"{note.title}\n{piece}"
+            embed_text = chunk_embed_text(note.title, label, piece)
             chunks.append(
                 Chunk(
                     path=note.path,

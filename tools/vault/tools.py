@@ -18,10 +18,11 @@ import frontmatter
 from pydantic import AliasChoices, BaseModel, Field, model_validator
 
 from tools.base import ActionPreview, Tool, ToolArgs, ToolContext, ToolError, tool
-from tools.confirm import GuardedPreview, expected_state
+from tools.confirm import expected_state
 from tools.vault.index import VaultIndex
 from tools.vault.notes import find_sections, jsonable, moment_format, note_title, section_text
 from tools.vault.store import Change, Vault, WriteResult
+from tools.writegate import begin_write, watch_writes
 
 UNDO_HINT = "undo with: assistant vault undo"
 
@@ -224,15 +225,12 @@ def _written(result: WriteResult, status: str, **extra: Any) -> dict[str, Any]:
 
 
 def _safe_preview(plan: Callable[[Any], list[Change]], vault: Vault) -> Any:
-    """A preview never raises (the runner would fail the turn): a call that cannot run
-    says so in its summary, and fails with the real error if confirmed (or, if the notes
-    changed so that it now could, is refused as stale: the user saw no diff)."""
+    """The preview of a dangerous call: the diff of its plan. A call that cannot run as
+    asked raises its `ToolError` here, so no pending action is made and the model gets
+    the error (with its hints) at once: nothing is offered that could only fail."""
 
     def preview(args: BaseModel, context: ToolContext) -> ActionPreview:
-        try:
-            return vault.describe(plan(args))
-        except ToolError as exc:
-            return GuardedPreview(summary=f"cannot run as asked: {exc.detail}", state={})
+        return vault.describe(plan(args))
 
     return preview
 
@@ -285,6 +283,16 @@ def _with_frontmatter(content: str, data: dict[str, Any] | None) -> str:
 
 def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
     """The vault tools bound to one vault (and its index, for search)."""
+
+    def _apply(
+        changes: list[Change],
+        *,
+        actor: str | None,
+        expect: dict[str, str | None] | None = None,
+    ) -> WriteResult:
+        """Apply through the call's write gate: past its timeout, a write not yet begun
+        never begins, and one begun is finished (tools/writegate.py)."""
+        return vault.apply(changes, actor=actor, expect=expect, may_start=begin_write)
 
     @tool(read_only=True, cacheable=False, version="1.0")
     def vault_list(args: ListArgs) -> dict[str, Any]:
@@ -358,9 +366,10 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         replaces an existing note: if the path is taken it fails, and you should append
         (vault_append) or ask the user before overwriting. Tell the user the path.
         """
+        watch_writes()
         refuse_placeholder_name(args.path)
         content = _with_frontmatter(args.content, args.frontmatter)
-        result = vault.apply(vault.plan_create(args.path, content), actor=context.session or None)
+        result = _apply(vault.plan_create(args.path, content), actor=context.session or None)
         return _written(result, "created")
 
     @tool(read_only=False, sequential=True, version="1.0")
@@ -371,8 +380,9 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         ("add this to my reading list", "append to the Project X note under Risks").
         Existing text is kept. Tell the user where it went.
         """
+        watch_writes()
         plan = vault.plan_append(args.path, args.text, heading=args.heading, create=args.create)
-        result = vault.apply(plan, actor=context.session or None)
+        result = _apply(plan, actor=context.session or None)
         status = "created" if result.op == "create" else "appended"
         return _written(result, status, **({"heading": args.heading} if args.heading else {}))
 
@@ -393,9 +403,8 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         Risks section with ..."). The user must confirm: you get a pending action with a
         diff; tell the user what would change and how to confirm it.
         """
-        result = vault.apply(
-            plan_replace(args), actor=context.session or None, expect=expected_state()
-        )
+        watch_writes()
+        result = _apply(plan_replace(args), actor=context.session or None, expect=expected_state())
         return _written(result, "replaced", heading=args.heading)
 
     def plan_overwrite(args: OverwriteArgs) -> list[Change]:
@@ -416,7 +425,8 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         prefer vault_append or vault_replace_section. The user must confirm: you get a
         pending action with a diff; tell the user what would change and how to confirm.
         """
-        result = vault.apply(
+        watch_writes()
+        result = _apply(
             plan_overwrite(args), actor=context.session or None, expect=expected_state()
         )
         return _written(result, "overwritten")
@@ -439,9 +449,8 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         pending action listing every file that would change; tell the user. Wikilinks,
         embeds and markdown links to the note are rewritten; code blocks are not.
         """
-        result = vault.apply(
-            plan_move(args), actor=context.session or None, expect=expected_state()
-        )
+        watch_writes()
+        result = _apply(plan_move(args), actor=context.session or None, expect=expected_state())
         updated = [c["path"] for c in result.changes if c["op"] == "link_update"]
         return _written(result, "moved", links_updated_in=updated)
 
@@ -461,9 +470,8 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         Call this only when the user explicitly asks to delete a note. The user must
         confirm: you get a pending action; tell the user what would be deleted.
         """
-        result = vault.apply(
-            plan_delete(args), actor=context.session or None, expect=expected_state()
-        )
+        watch_writes()
+        result = _apply(plan_delete(args), actor=context.session or None, expect=expected_state())
         return _written(result, "deleted")
 
     @tool(read_only=False, sequential=True, version="1.0")
@@ -475,6 +483,7 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         {{date:FORMAT}} are filled in. Give `path` (or `title` and `folder`). Reply with
         the new note's path; it fails instead of replacing an existing note.
         """
+        watch_writes()
         target = args.path
         if not target:
             name = (
@@ -485,8 +494,8 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
             target = f"{folder}/{name}" if folder else name
         refuse_placeholder_name(target)
         source, plan = vault.plan_template(args.template, target, variables=args.variables)
-        result = vault.apply(plan, actor=context.session or None)
-        content = plan[0].after or ""
+        result = _apply(plan, actor=context.session or None)
+        content = plan[0].after_text or ""
         return _written(result, "created", template=source.rel, content=content)
 
     @tool(read_only=False, sequential=True, version="1.0")
@@ -497,15 +506,16 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         Call this when the user says "add to my daily note / journal / 日记", or asks what
         is in today's note. Returns its path and, without `text`, its content.
         """
+        watch_writes()
         found, plan = vault.plan_daily(args.text, args.date)
         if not plan:
             return {"status": "exists", "path": found.rel, "content": vault.read_text(found)}
-        result = vault.apply(plan, actor=context.session or None)
+        result = _apply(plan, actor=context.session or None)
         created = result.op == "create"
         payload = _written(result, "created" if created else "appended", created=created)
         payload["appended"] = bool(args.text)
         if not args.text:
-            payload["content"] = plan[0].after or ""
+            payload["content"] = plan[0].after_text or ""
         return payload
 
     found_tools = [vault_list, vault_read]
