@@ -292,8 +292,32 @@ def test_tokens_reach_the_terminal_while_the_endpoint_is_still_sending(tmp_path:
     finally:
         server.close()
     assert "the rest." not in partial  # shown while the endpoint still had more to send
+    assert "thinking…" in run.stderr  # the spinner, until the first token
     assert run.stdout.count("The first piece, and then the rest.") == 1
     assert server.requests[0]["stream"] is True
+
+
+def test_verbose_shows_the_request_while_the_model_is_still_working(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    shown = threading.Event()
+    waited_in_vain: list[bool] = []
+
+    def reply_once_shown(body: dict[str, Any]) -> Any:
+        waited_in_vain.append(not shown.wait(ORDER_WAIT_S))
+        return completion("done")
+
+    fake_openai.script(reply_once_shown)
+    env = cli_env(tmp_path, _endpoint_env(fake_openai))
+    run = TerminalRun(env, "-v", "ask", "--session", "v1", "work", stderr_tty=False)
+    try:
+        run.wait_for("request 1 to the model", on="stderr")
+        shown.set()
+        assert run.finish() == 0, run.stderr
+    finally:
+        run.kill()
+    assert waited_in_vain == [False]  # the line was there while the request was open
+    assert "done" in run.stdout
 
 
 def test_ctrl_c_exits_130_with_one_line(tmp_path: Path, fake_openai: FakeOpenAI) -> None:

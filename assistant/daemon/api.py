@@ -217,7 +217,18 @@ def create_app(
         """One turn through the loop; the outcome with `served_by: daemon`."""
         return commands.ask(s, request.text, request.session)
 
-    @app.post("/ask/stream", tags=["turns"])
+    @app.post(
+        "/ask/stream",
+        tags=["turns"],
+        response_class=StreamingResponse,
+        responses={
+            200: {
+                "description": "One JSON object per line: the turn's events, then "
+                "`outcome` or `error`",
+                "content": {"application/x-ndjson": {}},
+            }
+        },
+    )
     def ask_stream(request: AskRequest) -> StreamingResponse:
         """The same turn as `/ask`, as NDJSON: its events as they happen, then the
         outcome (`{"event": "outcome", ...}`) or `{"event": "error", ...}`."""
