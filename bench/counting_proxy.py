@@ -165,7 +165,20 @@ class CountingProxy:
             "requests": len(chat),
             "max_in_flight": max((peaks.get(p, 0) for p in {e.phase for e in chosen}), default=0),
             "failed": len(failed),
-            "abandoned": sum(e.abandoned for e in chosen),
+            # our side hung up before the server had finished its reply (a client that
+            # closes a stream after its finish_reason, before `[DONE]`, is not counted)
+            "abandoned": sum(e.abandoned and not e.finish_reasons for e in chosen),
+            "closed_after_answer": sum(e.abandoned and bool(e.finish_reasons) for e in chosen),
+            "abandoned_requests": [
+                {
+                    "seconds": e.seconds,
+                    "streamed": e.streamed,
+                    "events": e.events,
+                    "request": e.request,
+                }
+                for e in chosen
+                if e.abandoned and not e.finish_reasons
+            ][:10],
             "streamed": sum(e.streamed for e in chat),
             "finish_length": sum("length" in e.finish_reasons for e in chat),
             # a stream that ended without any finish_reason was cut by the server (for
