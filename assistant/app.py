@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from assistant.config import Settings
@@ -22,10 +22,12 @@ from assistant.outcome import StopReason, TurnOutcome
 from assistant.remembering import MemoryService, VectorSpace
 from assistant.traces import Recorder, TraceStore
 from memory.db import Database
+from memory.errors import StorageError
 from memory.index import LazyVectors, Vectors
-from memory.lock import DataDirectoryLock
+from memory.lock import DataDirectoryLock, Owner
 from memory.redact import Redactor
 from memory.working import WorkingMemory
+from tools.arguments import replace_surrogates
 from tools.base import Tool
 from tools.confirm import PendingAction, PendingActions
 from tools.registry import ToolRegistry
@@ -81,10 +83,14 @@ class Assistant:
         tools: Iterable[Tool] | None = None,
         vectors: Vectors | None = None,
         role: str = "cli",
+        lock_notice: Callable[[str], None] | None = None,
+        lock_yield_to: Callable[[Owner | None], bool] | None = None,
     ) -> None:
         self.settings = settings
         self.role = role
-        self.lock = DataDirectoryLock(settings.home, role).acquire()
+        self.lock = DataDirectoryLock(settings.home, role).acquire(
+            settings.daemon.lock_wait_s, notice=lock_notice, yield_to=lock_yield_to
+        )
         try:
             self._open(model, tools, vectors)
         except BaseException:
@@ -179,6 +185,7 @@ class Assistant:
             refresh_before_search=self.role != "daemon",
             background=True,
         )
+        self.space.on_rebuild("vault", index.repair_vectors)
         return vault, index
 
     def _offline_groups(self) -> list[str] | None:
@@ -191,6 +198,22 @@ class Assistant:
     @property
     def offline(self) -> bool:
         return self.model.name == OFFLINE_MODEL_NAME
+
+    def unattended_run(self, trigger: dict[str, Any] | None) -> tuple[str, tuple[str, ...]]:
+        """Which unattended run a trigger is (`job:NAME`, `watch:RULE`), and the vault
+        folders it may write in: its own scope, else `[safety] write_scope`."""
+        trigger = trigger or {}
+        kind = trigger.get("kind")
+        if kind == "job":
+            origin = f"job:{trigger.get('job')}"
+        elif kind == "file":
+            origin = f"watch:{trigger.get('rule_name') or trigger.get('rule')}"
+        else:
+            origin = str(kind or "unattended")
+        scope = trigger.get("write_scope")
+        if scope is None:
+            scope = self.settings.safety.write_scope
+        return origin, tuple(scope)
 
     def ask(
         self,
@@ -207,6 +230,10 @@ class Assistant:
         caller's to run, with `after_turn`, once the answer is out (SPEC: off the answer
         path)."""
         session = session or new_session_id()
+        # a file name with undecodable bytes (os.fsdecode's \udcXX) in a watch prompt, or a
+        # lone surrogate through the API, must not make the turn unstorable
+        text = replace_surrogates(text)
+        origin, scope = self.unattended_run(trigger) if unattended else ("", None)
         if self.memory is not None:
             context = self.memory.compressor.context(session)
             history, summary = context.messages, context.summary
@@ -232,11 +259,16 @@ class Assistant:
             temperature=self.settings.model.temperature,
             cancel=cancel,
             unattended=unattended,
-            observer=observer,
+            origin=origin,
+            write_scope=scope,
             tool_groups=self._offline_groups() if self.offline else None,
+            observer=observer,
         )
         try:
             outcome = run_turn(turn)
+        except StorageError:  # reported as failed: none of it may land later
+            recorder.abandon()
+            raise
         except BaseException:
             recorder.save_what_ran()
             raise
@@ -244,7 +276,9 @@ class Assistant:
             self.after_turn(outcome)
         return outcome
 
-    def after_turn(self, outcome: TurnOutcome, *, end_session: bool = False) -> int:
+    def after_turn(
+        self, outcome: TurnOutcome, *, end_session: bool = False, origin: str | None = None
+    ) -> int:
         """The memory work a turn leaves: compress its session's history and, when the
         turn ended the session, keep its conclusions (M9). Slow with a real model (one or
         two requests), so it runs after the answer is shown; the conclusions stored."""
@@ -252,7 +286,7 @@ class Assistant:
             return 0
         self.memory.compressor.maybe_compress(outcome.session)
         if end_session and outcome.stop_reason is not StopReason.CANCELLED:
-            return self.end_session(outcome.session)
+            return self.end_session(outcome.session, origin=origin)
         return 0
 
     def confirm(self, action_id: str, *, unattended: bool = False) -> PendingAction:
@@ -262,9 +296,12 @@ class Assistant:
     def reject(self, action_id: str) -> PendingAction:
         return self.pending.reject(action_id)
 
-    def end_session(self, session: str) -> int:
-        """The session is over: keep what it concluded (SPEC M9)."""
-        return self.memory.end_session(session) if self.memory is not None else 0
+    def end_session(self, session: str, *, origin: str | None = None) -> int:
+        """The session is over: keep what it concluded (SPEC M9); `origin` marks what an
+        unattended run (job:NAME, watch:RULE) concluded."""
+        if self.memory is None:
+            return 0
+        return self.memory.end_session(session, origin=origin)
 
     def close(self) -> None:
         try:

@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -23,6 +24,17 @@ from assistant import __version__
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report a SIGINT
+
+
+def _positive(text: str) -> int:
+    """A count (-k, --limit, n): a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -49,23 +61,34 @@ def _parser() -> argparse.ArgumentParser:
     memory_commands = memory.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
     search = memory_commands.add_parser("search", help="hybrid search of conclusions")
     search.add_argument("query", nargs="+")
-    search.add_argument("-k", type=int, default=10, help="how many (default 10)")
+    search.add_argument("-k", type=_positive, default=10, help="how many (default 10)")
     search.add_argument("--kind", choices=["fact", "preference", "decision", "note"])
     search.add_argument("--tag")
     search.add_argument("--all", action="store_true", help="include superseded and retired")
+    search.add_argument("--as-of", metavar="DATE", help="the values valid then (YYYY-MM-DD)")
     search.add_argument("--json", action="store_true")
     listing = memory_commands.add_parser("list", help="the most recent conclusions")
     listing.add_argument(
         "--status", default="active", choices=["active", "superseded", "retired", "all"]
     )
-    listing.add_argument("--limit", type=int, default=50)
+    listing.add_argument("--limit", type=_positive, default=50)
     listing.add_argument("--json", action="store_true")
     show = memory_commands.add_parser("show", help="one conclusion with its history")
     show.add_argument("id")
     show.add_argument("--json", action="store_true")
+    history = memory_commands.add_parser("history", help="every value of a conclusion, dated")
+    history.add_argument("id")
+    history.add_argument("--json", action="store_true")
+    edit = memory_commands.add_parser("edit", help="correct a conclusion (the old one is kept)")
+    edit.add_argument("id")
+    edit.add_argument("text", nargs="+")
+    edit.add_argument("--json", action="store_true")
     forget = memory_commands.add_parser("forget", help="retire a conclusion")
     forget.add_argument("id")
     forget.add_argument("--json", action="store_true")
+    restore = memory_commands.add_parser("restore", help="bring back a forgotten conclusion")
+    restore.add_argument("id")
+    restore.add_argument("--json", action="store_true")
     memory_commands.add_parser("reindex", help="rebuild the search indexes from SQLite")
     stats = memory_commands.add_parser("stats", help="counts by status and kind")
     stats.add_argument("--json", action="store_true")
@@ -76,7 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     vlist.add_argument("folder", nargs="?", help="a folder of the vault (default: all)")
     vlist.add_argument("--tag")
     vlist.add_argument("--recent", action="store_true", help="most recently changed first")
-    vlist.add_argument("--limit", type=int, default=100)
+    vlist.add_argument("--limit", type=_positive, default=100)
     vlist.add_argument("--json", action="store_true")
     vread = vault_commands.add_parser("read", help="print a note (or one heading's section)")
     vread.add_argument("path")
@@ -84,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
     vread.add_argument("--json", action="store_true")
     vsearch = vault_commands.add_parser("search", help="full-text and semantic search")
     vsearch.add_argument("query", nargs="+")
-    vsearch.add_argument("-k", type=int, default=8)
+    vsearch.add_argument("-k", type=_positive, default=8)
     vsearch.add_argument("--folder")
     vsearch.add_argument("--tag")
     vsearch.add_argument("--json", action="store_true")
@@ -94,7 +117,7 @@ def _parser() -> argparse.ArgumentParser:
     vstatus = vault_commands.add_parser("status", help="index counts, last run, skipped notes")
     vstatus.add_argument("--json", action="store_true")
     vundo = vault_commands.add_parser("undo", help="undo the last N writes (default 1)")
-    vundo.add_argument("n", nargs="?", type=int, default=1)
+    vundo.add_argument("n", nargs="?", type=_positive, default=1)
     vundo.add_argument("--force", action="store_true", help="even over later edits")
     vundo.add_argument("--json", action="store_true")
 
@@ -118,6 +141,12 @@ def _parser() -> argparse.ArgumentParser:
     when.add_argument("--every", metavar="DURATION", help="an interval: 30s, 15m, 1h30m, 1d")
     add.add_argument("--prompt", required=True, help="what to ask at each run")
     add.add_argument("--name", help="the job's name (default: a generated one)")
+    add.add_argument(
+        "--write-scope",
+        action="append",
+        metavar="FOLDER",
+        help="a vault folder its runs may write in (repeatable; default: [safety] write_scope)",
+    )
     add.add_argument("--json", action="store_true")
     job_list = job_commands.add_parser("list", help="jobs with next run and last outcome")
     job_list.add_argument("--json", action="store_true")
@@ -129,7 +158,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true")
     history = job_commands.add_parser("history", help="recent runs (of one job)")
     history.add_argument("name", nargs="?")
-    history.add_argument("--limit", type=int, default=20)
+    history.add_argument("--limit", type=_positive, default=20)
     history.add_argument("--json", action="store_true")
 
     watch = commands.add_parser("watch", help="file-triggered rules")
@@ -152,7 +181,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _print_json(value: Any) -> None:
-    print(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+    from assistant.terminal import json_text
+
+    print(json_text(value))
 
 
 def _emit(args: argparse.Namespace, data: Any, lines: list[str], empty: str = "") -> int:
@@ -165,14 +196,24 @@ def _emit(args: argparse.Namespace, data: Any, lines: list[str], empty: str = ""
     return 0
 
 
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
 class Backend:
-    """Where a command runs: the daemon that owns the data directory, or this process."""
+    """Where a command runs: the daemon that owns the data directory, or this process.
+
+    In-process, the data directory's lock is waited for; a daemon that takes it (or
+    waits for it) meanwhile is gone through instead, and an open in-process backend hands
+    the directory over to a daemon that waits for it (`hand_over`).
+    """
 
     def __init__(self) -> None:
         from assistant.client import discover
         from assistant.paths import data_home
 
-        self.client = discover(data_home(), notice=lambda text: print(text, file=sys.stderr))
+        self.home = data_home()
+        self.client = discover(self.home, notice=_say)
         self._local: Any = None
 
     def __enter__(self) -> Backend:
@@ -186,12 +227,47 @@ class Backend:
         if self.client is not None:
             return self.client.call(operation, params)
         from assistant.commands import OPERATIONS, LocalServices
+        from memory.lock import DataDirectoryBusy
 
         if self._local is None:
+            from assistant.client import daemon_claims
             from assistant.config import load_settings
 
-            self._local = LocalServices(load_settings())
-        return OPERATIONS[operation](self._local, **params)
+            self._local = LocalServices(
+                load_settings(),
+                lock_notice=_say,
+                lock_yield_to=lambda holder: daemon_claims(self.home, holder),
+            )
+        try:
+            return OPERATIONS[operation](self._local, **params)
+        except DataDirectoryBusy:  # raised before the operation did anything
+            if not self._to_daemon():
+                raise
+        return self.client.call(operation, params)
+
+    def _to_daemon(self) -> bool:
+        """Close what runs here and go through the daemon that claims the directory."""
+        from assistant.client import discover
+
+        wait = 120.0
+        if self._local is not None:
+            wait = self._local.settings.daemon.lock_wait_s
+            self._local.close()
+            self._local = None
+        self.client = discover(self.home, wait_s=wait, notice=_say)
+        return self.client is not None
+
+    def hand_over(self) -> bool:
+        """If a daemon waits for the directory this process holds, let it have it."""
+        from memory.lock import waiting_daemon
+
+        if self._local is None or not self._local.holds_lock:
+            return False
+        daemon = waiting_daemon(self.home)
+        if daemon is None:
+            return False
+        _say(f"the daemon (pid {daemon.pid}) is starting: handing the data directory over")
+        return self._to_daemon()
 
     def ask(self, text: str, session: str | None, observer: Any = None) -> dict[str, Any]:
         """A turn whose events `observer` sees as they happen (the daemon streams them)."""
@@ -270,27 +346,48 @@ def cmd_chat(args: argparse.Namespace) -> int:
     with Backend() as backend:
         where = "through the daemon" if backend.client is not None else "in this process"
         print(f"session {session} ({where}) — empty line or Ctrl-D to leave", file=sys.stderr)
+        turn = threading.Lock()  # a hand-over happens between turns, never during one
+        done = threading.Event()
+        threading.Thread(
+            target=_hand_over_when_asked, args=(backend, turn, done), daemon=True
+        ).start()
         try:
             while True:
                 try:
-                    text = input("> ").strip()
+                    text = input("> ").strip()  # a constant prompt: nothing to escape
                 except EOFError:
                     break
                 if not text or text in {"exit", "quit", "/exit", "/quit"}:
                     break
-                outcome, view = _turn(backend, args, text, session)
-                if outcome["stop_reason"] == "model_error":
-                    print(f"error: {outcome['stop_detail']}", file=sys.stderr, flush=True)
-                elif not (view is not None and view.shown):
-                    print(outcome["answer"], flush=True)
-                _offer_confirmations(backend, outcome)
-                backend.settle()
+                with turn:  # a hand-over waits for the turn, its confirmations, its memory
+                    outcome, view = _turn(backend, args, text, session)
+                    if outcome["stop_reason"] == "model_error":
+                        print(f"error: {outcome['stop_detail']}", file=sys.stderr, flush=True)
+                    elif not (view is not None and view.shown):
+                        print(outcome["answer"], flush=True)
+                    _offer_confirmations(backend, outcome)
+                    backend.settle()
         except KeyboardInterrupt:
             print(file=sys.stderr)
             return EXIT_INTERRUPTED
         finally:
-            backend.call("end_session", session=session)
+            done.set()
+            with turn:
+                backend.call("end_session", session=session)
     return 0
+
+
+def _hand_over_when_asked(backend: Backend, turn: threading.Lock, done: threading.Event) -> None:
+    """An in-process chat keeps the data directory only until a daemon asks for it."""
+    while not done.wait(0.5):
+        if turn.acquire(blocking=False):
+            try:
+                if backend.hand_over():
+                    return
+            except Exception as exc:  # noqa: BLE001 - the chat goes on in-process
+                _say(f"error: could not hand the chat over to the daemon: {exc}")
+            finally:
+                turn.release()
 
 
 def _offer_confirmations(backend: Backend, outcome: dict[str, Any]) -> None:
@@ -303,8 +400,10 @@ def _offer_confirmations(backend: Backend, outcome: dict[str, Any]) -> None:
         action_id = call["result"]["action_id"]
         if call["result"].get("diff"):
             print(call["result"]["diff"], file=sys.stderr)
-        try:
-            reply = input(f"confirm: {call['result']['would']}? [y/N] ").strip().lower()
+        from assistant.terminal import visible
+
+        try:  # input() may write its prompt straight to the terminal, past sys.stdout
+            reply = input(visible(f"confirm: {call['result']['would']}? [y/N] ")).strip().lower()
         except EOFError:
             reply = ""
         try:
@@ -322,7 +421,13 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     from assistant.config import load_settings
     from assistant.daemon.process import run
 
-    return run(load_settings(), verbose=args.verbose)
+    code = run(load_settings(), verbose=args.verbose)
+    # Everything is closed and the lock released: skip the interpreter's teardown of
+    # chromadb, onnxruntime and numpy, which takes seconds (SIGTERM: out within 2 s).
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 # -- confirmations and traces -----------------------------------------------------------------
@@ -333,9 +438,16 @@ def _when(epoch: float | None, fmt: str = "%H:%M") -> str:
 
 
 def _action_line(action: dict[str, Any]) -> str:
+    asked_by = f"{action['origin']}, unattended; " if action.get("origin") else ""
+    if action["status"] == "expired":
+        due = f"; expired {_when(action['expires_at'], '%Y-%m-%d %H:%M')}, ask again"
+    elif action["status"] == "pending":
+        due = f"; expires {_when(action['expires_at'])}"
+    else:
+        due = ""
     return (
         f"{action['id']}  {action['status']:<9} {action['summary']}  "
-        f"(from {action['tool']}, {_when(action['created_at'])})"
+        f"({asked_by}from {action['tool']}, {_when(action['created_at'])}{due})"
     )
 
 
@@ -374,12 +486,31 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 def _memory_line(conclusion: dict[str, Any]) -> str:
     day = _when(conclusion["valid_from"], "%Y-%m-%d")
+    stored_by = f", stored by {conclusion['origin']}" if conclusion.get("origin") else ""
     line = (
         f"{conclusion['id']}  [{conclusion['kind']}] {conclusion['text']}  "
-        f"({conclusion['status']}, {day})"
+        f"({conclusion['status']}, {day}{stored_by})"
     )
     score = conclusion.get("score")
-    return line + (f"  score {score:.4f}" if score is not None else "")
+    line += f"  score {score:.4f}" if score is not None else ""
+    newer = conclusion.get("conflicts_with")
+    return line + (f"  (conflicts with newer {newer})" if newer else "")
+
+
+def _memory_history_line(conclusion: dict[str, Any]) -> str:
+    """One value of a chain: valid from, valid to (or "now"), its source and its text."""
+    start = _when(conclusion["valid_from"], "%Y-%m-%d %H:%M")
+    end = _when(conclusion["valid_to"], "%Y-%m-%d %H:%M") if conclusion["valid_to"] else "now"
+    source = (
+        conclusion.get("source")
+        or conclusion.get("source_path")
+        or (f"session {conclusion['source_session']}" if conclusion.get("source_session") else "")
+        or "unknown"
+    )
+    return (
+        f"{start} -> {end}  {conclusion['id']}  {conclusion['text']}  "
+        f"({conclusion['status']}, source: {source})"
+    )
 
 
 def cmd_memory(args: argparse.Namespace) -> int:
@@ -392,9 +523,20 @@ def cmd_memory(args: argparse.Namespace) -> int:
             kind=args.kind,
             tag=args.tag,
             include_all=args.all,
+            as_of=args.as_of,
         )
         lines = [_memory_line(c) for c in found]
         return _emit(args, found, lines, empty="no conclusion matches")
+    if action == "history":
+        chain = _call("memory_history", id=args.id)
+        return _emit(args, chain, [_memory_history_line(c) for c in chain])
+    if action == "edit":
+        edited = _call("memory_edit", id=args.id, text=" ".join(args.text))
+        lines = [
+            f"edited: {_memory_line(edited)}",
+            f"  replaced {_memory_line(edited['replaced'])}",
+        ]
+        return _emit(args, edited, lines)
     if action == "list":
         found = _call("memory_list", status=args.status, limit=args.limit)
         lines = [_memory_line(c) for c in found]
@@ -407,6 +549,9 @@ def cmd_memory(args: argparse.Namespace) -> int:
     if action == "forget":
         forgotten = _call("memory_forget", id=args.id)
         return _emit(args, forgotten, [f"forgotten: {_memory_line(forgotten)}"])
+    if action == "restore":
+        restored = _call("memory_restore", id=args.id)
+        return _emit(args, restored, [f"restored: {_memory_line(restored)}"])
     if action == "reindex":
         result = _call("memory_reindex")
         print(f"reindexed: {result['added']} conclusions embedded", file=sys.stderr)
@@ -503,7 +648,12 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     action = args.jobs_command
     if action == "add":
         job = _call(
-            "jobs_add", prompt=args.prompt, cron=args.cron, every=args.every, name=args.name
+            "jobs_add",
+            prompt=args.prompt,
+            cron=args.cron,
+            every=args.every,
+            name=args.name,
+            write_scope=args.write_scope,
         )
         return _emit(args, job, [f"added: {_job_line(job)}"])
     if action == "list":
@@ -568,12 +718,33 @@ def _status_lines(data: dict[str, Any]) -> list[str]:
         f"index: conclusion vectors {index['conclusion_vectors']}"
         + (f"; vault {index['vault']}" if index.get("vault") else "")
     )
+    for event in index.get("recovered") or ():
+        lines.append(
+            f"  recovered at {event['at']}: the vector index was corrupt, moved aside to "
+            f"{event['moved_to']} and rebuilt from SQLite"
+        )
+    if index.get("moved_aside") and not index.get("recovered"):
+        lines.append(
+            f"  kept aside after a corrupt vector index: {', '.join(index['moved_aside'])} "
+            "(delete when no longer needed)"
+        )
     memory = data["memory"]
     if memory is not None:
         lines.append(
             f"memory: {memory['active']} active, {memory['superseded']} superseded, "
             f"{memory['retired']} retired"
         )
+        origins = data.get("memory_from_unattended") or {}
+        if origins:
+            shown = ", ".join(f"{origin} {count}" for origin, count in origins.items())
+            lines.append(f"  stored by unattended runs: {shown} (assistant memory list)")
+    waiting = data.get("pending") or []
+    open_ = [a for a in waiting if a["status"] == "pending"]
+    lines.append(
+        f"pending: {len(open_)} waiting for your confirmation"
+        + (f", {len(waiting) - len(open_)} expired today" if len(waiting) > len(open_) else "")
+    )
+    lines += ["  " + _action_line(a) for a in waiting]
     extensions = data.get("extensions") or {}
     servers, plugins = extensions.get("mcp_servers", []), extensions.get("plugins", [])
     if servers or plugins:
@@ -672,6 +843,19 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Everything printed goes through `assistant.terminal.visible`: no control character
+    from a note, a file name or the model reaches the terminal as a command."""
+    from assistant.terminal import VisibleStream
+
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = VisibleStream(sys.stdout), VisibleStream(sys.stderr)  # type: ignore[assignment]
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     handler = logging.StreamHandler(sys.stderr)

@@ -1,10 +1,11 @@
 """The light client: finds the daemon that owns the data directory and calls its API.
 
-Every CLI command goes through here first, so it imports only the standard library and
-`assistant.errors` and `assistant.paths` (both light): no pydantic, chromadb, openai or fastapi
-(tests/test_daemon_client.py holds that). The daemon publishes `api.json` (url, pid,
-started) once its API answers, and a bearer token in `api.token` (0600). A file left by a
-dead process means no daemon; a live daemon that is still starting is waited for.
+Every CLI command goes through here first, so it imports only the standard library,
+`assistant.errors`, `assistant.paths` and `memory.lock` (all light): no pydantic, chromadb,
+openai or fastapi (tests/test_daemon_parts.py holds that). The daemon publishes `api.json`
+(url, pid, started) once its API answers, and a bearer token in `api.token` (0600). A file
+left by a dead process means no daemon; a live daemon that is still starting, or waiting
+for the data directory's lock, is waited for.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ from typing import Any
 from assistant.errors import CommandError
 from assistant.events import TurnEvent, from_dict
 from assistant.paths import data_home as data_home  # re-exported: the CLI resolves it here
+from memory.lock import Owner, live_owner, waiting_daemon
 
 API_FILE = "api.json"
 TOKEN_FILE = "api.token"
-OWNER_FILE = "assistant.pid"  # memory.lock.PID_NAME: "PID ROLE", read without filelock
 HEALTH_TIMEOUT_S = 3.0
 CALL_TIMEOUT_S = 60.0
 LONG_TIMEOUT_S = 3600.0  # a turn is bounded by the daemon ([loop] turn_timeout_s)
@@ -44,6 +45,9 @@ ROUTES: dict[str, tuple[str, str]] = {
     "memory_reindex": ("POST", "/memory/reindex"),
     "memory_show": ("GET", "/memory/{id}"),
     "memory_forget": ("POST", "/memory/{id}/forget"),
+    "memory_restore": ("POST", "/memory/{id}/restore"),
+    "memory_history": ("GET", "/memory/{id}/history"),
+    "memory_edit": ("POST", "/memory/{id}/edit"),
     "pending": ("GET", "/pending"),
     "confirm": ("POST", "/pending/{id}/confirm"),
     "reject": ("POST", "/pending/{id}/reject"),
@@ -239,15 +243,24 @@ def published(home: Path) -> DaemonClient | None:
 
 
 def starting_daemon(home: Path) -> int | None:
-    """The PID of a live daemon that holds the data directory, per its owner file."""
-    try:
-        fields = (home / OWNER_FILE).read_text(encoding="utf-8").split()
-    except OSError:
-        return None
-    if len(fields) < 2 or fields[1] != "daemon" or not fields[0].isdigit():
-        return None
-    pid = int(fields[0])
-    return pid if pid != os.getpid() and pid_alive(pid) else None
+    """The PID of a live daemon that holds the data directory or waits for it.
+
+    "Live" means the very process recorded (PID and start time), so a PID that a dead
+    daemon left and another process reused is not waited for.
+    """
+    owner = live_owner(home)
+    if owner is not None and owner.role == "daemon" and owner.pid != os.getpid():
+        return owner.pid
+    waiting = waiting_daemon(home)
+    return waiting.pid if waiting is not None else None
+
+
+def daemon_claims(home: Path, holder: Owner | None) -> bool:
+    """Should a command waiting for the lock go to the daemon instead? Yes when the
+    holder is a live daemon, or a daemon is waiting for the lock (it goes first)."""
+    if holder is not None and holder.role == "daemon" and holder.alive:
+        return True
+    return waiting_daemon(home) is not None
 
 
 def discover(

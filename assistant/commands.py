@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from assistant.outcome import TurnOutcome
     from assistant.traces import TraceStore
     from memory.conclusions import Conclusion, ConclusionStore
+    from tools.confirm import PendingAction
 
 
 class Services(Protocol):
@@ -61,9 +62,39 @@ class Services(Protocol):
 
     def run_job(self, name: str) -> dict[str, Any]: ...
 
+    def confirm_action(self, action_id: str) -> PendingAction:
+        """Run a pending action the user said yes to (the daemon: through its work queue)."""
+        ...
+
+    def reject_action(self, action_id: str) -> PendingAction: ...
+
     def watch_state(self) -> dict[str, Any]: ...
 
     def runtime(self) -> dict[str, Any]: ...
+
+
+# -- checks shared by the CLI and the control API --------------------------------------------
+
+SESSION_MAX_CHARS = 200
+MEMORY_STATUSES = ("active", "superseded", "retired", "all")
+
+
+def _count(name: str, value: int) -> int:
+    """A count asked for (k, limit, n): at least 1, whichever way the call came."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise CommandError(
+            "BAD_ARGUMENT", f"{name} must be a whole number of at least 1 (got {value!r})"
+        )
+    return value
+
+
+def _session_name(session: str | None) -> str | None:
+    if session is not None and not 1 <= len(session) <= SESSION_MAX_CHARS:
+        raise CommandError(
+            "BAD_SESSION",
+            f"a session name is 1-{SESSION_MAX_CHARS} characters (this one has {len(session)})",
+        )
+    return session
 
 
 # -- turns and sessions -------------------------------------------------------------------------
@@ -79,6 +110,7 @@ def ask(
     """One turn; a turn without a session is a one-shot session, ended (M9) right after.
     `observer` sees the turn's events (`assistant.events`) as they happen; setting
     `cancel` stops the turn (`cancelled`)."""
+    _session_name(session)
     if not text.strip():
         raise CommandError("EMPTY", "the question is empty")
     outcome = services.run_turn(
@@ -88,10 +120,12 @@ def ask(
 
 
 def end_session(services: Services, session: str) -> dict[str, Any]:
+    _session_name(session)
     return {"session": session, "conclusions_stored": services.end_session(session)}
 
 
 def sessions(services: Services, limit: int = 50) -> list[dict[str, Any]]:
+    _count("limit", limit)
     return services.assistant.working.sessions()[:limit]
 
 
@@ -109,8 +143,9 @@ def _store(services: Services) -> ConclusionStore:
 
 def _row(conclusion: Conclusion) -> dict[str, Any]:
     row = conclusion.as_dict()
-    if row.get("score") is None:
-        row.pop("score", None)
+    for optional in ("score", "conflicts_with"):
+        if row.get(optional) is None:
+            row.pop(optional, None)
     return row
 
 
@@ -121,21 +156,55 @@ def memory_search(
     kind: str | None = None,
     tag: str | None = None,
     include_all: bool = False,
+    as_of: str | None = None,
 ) -> list[dict[str, Any]]:
+    from memory.conclusions import as_of_timestamp
+
+    _count("k", k)
     statuses = ("active", "superseded", "retired") if include_all else ("active",)
+    try:
+        moment = as_of_timestamp(as_of) if as_of else None
+    except ValueError as exc:
+        raise CommandError("INVALID_DATE", str(exc)) from None
     found = _store(services).recall(
         query,
         k,
         kinds=[kind] if kind else None,
         tags=[tag] if tag else None,
         statuses=statuses,
+        as_of=moment,
     )
     return [_row(c) for c in found]
+
+
+def memory_history(services: Services, id: str) -> list[dict[str, Any]]:
+    """Every value of the thing a conclusion is about, oldest first (issue 15)."""
+    chain = _store(services).chain(id)
+    if not chain:
+        raise CommandError("NOT_FOUND", f"no conclusion {id!r}", 404)
+    return [_row(c) for c in chain]
+
+
+def memory_edit(services: Services, id: str, text: str) -> dict[str, Any]:
+    """The user's correction: a new row (source "user") supersedes the conclusion."""
+    try:
+        edited = _store(services).edit(id, text)
+    except KeyError:
+        raise CommandError("NOT_FOUND", f"no conclusion {id!r}", 404) from None
+    except ValueError as exc:
+        raise CommandError("NOT_EDITABLE", str(exc), 409) from None
+    assert edited.previous is not None
+    return {**_row(edited.conclusion), "replaced": _row(edited.previous)}
 
 
 def memory_list(
     services: Services, status: str = "active", limit: int = 50
 ) -> list[dict[str, Any]]:
+    if status not in MEMORY_STATUSES:
+        raise CommandError(
+            "BAD_ARGUMENT", f"status must be one of {', '.join(MEMORY_STATUSES)} (got {status!r})"
+        )
+    _count("limit", limit)
     chosen = None if status == "all" else status
     return [_row(c) for c in _store(services).list(status=chosen, limit=limit)]
 
@@ -155,6 +224,23 @@ def memory_forget(services: Services, id: str) -> dict[str, Any]:
     return _row(forgotten)
 
 
+def memory_restore(services: Services, id: str) -> dict[str, Any]:
+    """Undo a forget (or a replacement): the conclusion is active again."""
+    store = _store(services)
+    restored = store.restore(id)
+    if restored is None:
+        found = store.get(id)
+        why = (
+            f"conclusion {id!r} is {found.status}: only a forgotten or replaced one comes back"
+            if found
+            else f"no conclusion {id!r}"
+        )
+        raise CommandError(
+            "NOT_FOUND" if found is None else "NOT_RETIRED", why, 404 if found is None else 409
+        )
+    return _row(restored)
+
+
 def memory_reindex(services: Services) -> dict[str, Any]:
     return _store(services).reindex()
 
@@ -167,7 +253,9 @@ def memory_stats(services: Services) -> dict[str, Any]:
 
 
 def pending(services: Services) -> list[dict[str, Any]]:
-    return [action.as_dict() for action in services.assistant.pending.list()]
+    """Every action waiting for the user (unattended ones included: shown now, they start
+    their time to live) and those that expired within the last day."""
+    return [action.as_dict() for action in services.assistant.pending.for_user()]
 
 
 def _decide(services: Services, id: str, decide: Callable[[str], Any]) -> dict[str, Any]:
@@ -180,11 +268,11 @@ def _decide(services: Services, id: str, decide: Callable[[str], Any]) -> dict[s
 
 
 def confirm(services: Services, id: str) -> dict[str, Any]:
-    return _decide(services, id, services.assistant.confirm)
+    return _decide(services, id, services.confirm_action)
 
 
 def reject(services: Services, id: str) -> dict[str, Any]:
-    return _decide(services, id, services.assistant.reject)
+    return _decide(services, id, services.reject_action)
 
 
 # -- traces (T) ---------------------------------------------------------------------------------
@@ -209,8 +297,9 @@ def jobs_add(
     cron: str | None = None,
     every: str | None = None,
     name: str | None = None,
+    write_scope: list[str] | None = None,
 ) -> dict[str, Any]:
-    return services.jobs.add(name, prompt, cron=cron, every=every)
+    return services.jobs.add(name, prompt, cron=cron, every=every, write_scope=write_scope)
 
 
 def jobs_list(services: Services) -> list[dict[str, Any]]:
@@ -229,6 +318,7 @@ def jobs_run(services: Services, name: str) -> dict[str, Any]:
 def jobs_history(
     services: Services, name: str | None = None, limit: int = 20
 ) -> list[dict[str, Any]]:
+    _count("limit", limit)
     return services.job_history.recent(name, limit)
 
 
@@ -263,8 +353,13 @@ def status(services: Services) -> dict[str, Any]:
             if memory is not None and getattr(memory.vectors, "loaded", True)
             else ("not opened" if memory is not None else "disabled"),
             "vault": vault_status() if callable(vault_status) else None,
+            "recovered": list(getattr(getattr(assistant, "space", None), "recoveries", [])),
+            # damaged folders kept beside the rebuilt one (by this or an earlier process)
+            "moved_aside": sorted(p.name for p in settings.home.glob("chroma.corrupt-*")),
         },
         "memory": memory.store.stats() if memory is not None else None,
+        "memory_from_unattended": memory.store.origins() if memory is not None else {},
+        "pending": pending(services),
         "extensions": _extensions(assistant),
         "queue": runtime.get("queue"),
         "uptime_s": runtime.get("uptime_s"),
@@ -322,6 +417,7 @@ def vault_list(
 ) -> dict[str, Any]:
     from tools.base import ToolError
 
+    _count("limit", limit)
     vault, _ = _vault(services)
     try:
         rows, total = vault.list_notes(folder, tag=tag, recent_first=recent, limit=limit)
@@ -356,6 +452,7 @@ def vault_search(
 ) -> list[dict[str, Any]]:
     from tools.base import ToolError
 
+    _count("k", k)
     _, index = _vault(services)
     try:
         return [hit.as_dict() for hit in index.search(query, k, folder=folder, tag=tag)]
@@ -377,6 +474,7 @@ def vault_status(services: Services) -> dict[str, Any]:
 
 
 def vault_undo(services: Services, n: int = 1, force: bool = False) -> dict[str, Any]:
+    _count("n", n)
     vault, _ = _vault(services)
     result = vault.undo(n, force=force)
     return {"undone": result.undone, "stopped": result.stopped}
@@ -539,7 +637,10 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "memory_search": memory_search,
     "memory_list": memory_list,
     "memory_show": memory_show,
+    "memory_history": memory_history,
+    "memory_edit": memory_edit,
     "memory_forget": memory_forget,
+    "memory_restore": memory_restore,
     "memory_reindex": memory_reindex,
     "memory_stats": memory_stats,
     "pending": pending,
@@ -569,15 +670,24 @@ class LocalServices:
     """The stores opened in this process for one CLI command (no daemon is running).
 
     Each part opens on first use: `trace` reads the database without taking the data
-    directory's lock, everything else opens the `Assistant` (which takes it). The memory
-    work a turn leaves waits in `_after` until `settle()` (the CLI calls it once the
-    answer is printed; `close()` does, for anyone who did not).
+    directory's lock, everything else opens the `Assistant` (which takes it, waiting for
+    another holder up to `[daemon] lock_wait_s`; `lock_yield_to` ends that wait when a
+    daemon claims the directory, so the CLI can go through it instead). The memory work
+    a turn leaves waits in `_after` until `settle()` (the CLI calls it once the answer
+    is printed; `close()` does, for anyone who did not).
     """
 
     served_by = "in-process"
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        lock_notice: Callable[[str], None] | None = None,
+        lock_yield_to: Callable[[Any], bool] | None = None,
+    ) -> None:
         self.settings = settings
+        self._lock_options = {"lock_notice": lock_notice, "lock_yield_to": lock_yield_to}
         self._assistant: Assistant | None = None
         self._jobs: JobBook | None = None
         self._history: RunHistory | None = None
@@ -591,11 +701,15 @@ class LocalServices:
         self.close()
 
     @property
+    def holds_lock(self) -> bool:
+        return self._assistant is not None
+
+    @property
     def assistant(self) -> Assistant:
         if self._assistant is None:
             from assistant.app import Assistant
 
-            self._assistant = Assistant(self.settings)
+            self._assistant = Assistant(self.settings, **self._lock_options)
         return self._assistant
 
     @property
@@ -651,12 +765,20 @@ class LocalServices:
     def end_session(self, session: str) -> int:
         return self.assistant.end_session(session)
 
+    def confirm_action(self, action_id: str) -> PendingAction:
+        return self.assistant.confirm(action_id)
+
+    def reject_action(self, action_id: str) -> PendingAction:
+        return self.assistant.reject(action_id)
+
     def run_job(self, name: str) -> dict[str, Any]:
         from assistant.daemon.jobs import JobRunner
 
         job = self.jobs.find(name)
         runner = JobRunner(self.assistant, self.job_history)
-        return runner.run(name, job.kwargs["prompt"], manual=True)
+        return runner.run(
+            name, job.kwargs["prompt"], manual=True, write_scope=job.kwargs.get("write_scope")
+        )
 
     def watch_state(self) -> dict[str, Any]:
         from assistant.daemon.watch import watch_state

@@ -138,6 +138,9 @@ class DaemonSettings(_Section):
     log_max_bytes: int = Field(5_000_000, ge=10_000, description="Size of one log file.")
     log_backups: int = Field(3, ge=0, le=100, description="Rotated log files kept.")
     shutdown_timeout_s: float = Field(30.0, gt=0, description="Wait for cancelled turns.")
+    lock_wait_s: float = Field(
+        120.0, ge=0, description="Wait for another process to release the data directory."
+    )
     watch_debounce_s: float = Field(1.0, ge=0, description="Quiet time before a file counts.")
     recent_triggers: int = Field(50, ge=1, le=10_000, description="File events kept for status.")
 
@@ -175,6 +178,20 @@ class JobSettings(_Section):
         return zone
 
 
+DEFAULT_WRITE_SCOPE = ("Assistant/",)
+
+
+def write_scope(folders: list[str]) -> list[str]:
+    """Vault folders, normalised: relative, '/'-separated, ending in '/'; '' is the vault."""
+    cleaned = []
+    for folder in folders:
+        folder = folder.replace("\\", "/").strip().strip("/")
+        if folder.startswith("/") or re.match(r"^[A-Za-z]:", folder) or ".." in folder.split("/"):
+            raise ValueError(f"a write scope is a folder inside the vault, not {folder!r}")
+        cleaned.append(f"{folder}/" if folder else "")
+    return cleaned
+
+
 WATCH_FIELDS = frozenset({"path", "title", "folder"})
 WATCH_EVENTS = ("created", "modified", "moved")
 
@@ -188,6 +205,22 @@ class WatchRule(_Section):
     on: list[Literal["created", "modified", "moved"]] = Field(
         default_factory=lambda: list(WATCH_EVENTS)
     )
+    name: str | None = Field(
+        None, max_length=64, description="Shown as the source of what its runs store."
+    )
+    write_scope: list[str] | None = Field(
+        None, description="Vault folders its runs may write in; default: [safety] write_scope."
+    )
+
+    @property
+    def label(self) -> str:
+        """How the rule is named where its runs are shown: its name, else its glob."""
+        return self.name or self.glob
+
+    @field_validator("write_scope")
+    @classmethod
+    def _scope(cls, folders: list[str] | None) -> list[str] | None:
+        return None if folders is None else write_scope(folders)
 
     @field_validator("glob")
     @classmethod
@@ -224,6 +257,16 @@ class SafetySettings(_Section):
     patterns: dict[str, str] = Field(
         default_factory=dict, description="Extra patterns: kind -> regular expression."
     )
+    write_scope: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_WRITE_SCOPE),
+        description="Vault folders unattended runs (jobs, watch rules) may write in, unless "
+        "a job or rule sets its own; '' is the whole vault.",
+    )
+
+    @field_validator("write_scope")
+    @classmethod
+    def _scope(cls, folders: list[str]) -> list[str]:
+        return write_scope(folders)
 
     @field_validator("patterns")
     @classmethod
@@ -329,6 +372,10 @@ def _read_config_file(path: Path) -> dict[str, Any]:
             return tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:  # TOML is UTF-8 by definition
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8"
+        ) from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the config file: {exc.strerror}") from exc
 
@@ -366,6 +413,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Build the settings; the config file is optional, its mistakes are not silent."""
     environ = os.environ if environ is None else environ
     home = default_home(environ)
+    if home.exists() and not home.is_dir():
+        raise ConfigError(
+            f"the data directory {home} is a file, not a folder; point ASSISTANT_HOME at a folder"
+        )
     config_path = Path(environ["ASSISTANT_CONFIG"]) if environ.get("ASSISTANT_CONFIG") else None
     if config_path is None and (home / CONFIG_FILE_NAME).exists():
         config_path = home / CONFIG_FILE_NAME

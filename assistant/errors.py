@@ -35,6 +35,12 @@ class ModelError(AssistantError):
     code = "MODEL_ERROR"
 
 
+class ModelCancelled(ModelError):
+    """The turn was cancelled (the daemon is stopping) while a request was in flight."""
+
+    code = "CANCELLED"
+
+
 class ModelUnavailable(ModelError):
     code = "MODEL_UNAVAILABLE"
 

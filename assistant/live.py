@@ -24,6 +24,7 @@ from assistant.events import (
     TurnEvent,
     TurnStopped,
 )
+from assistant.terminal import raw_stream, visible
 
 
 class TurnView:
@@ -53,7 +54,9 @@ class TurnView:
         if spinner:
             from rich.console import Console
 
-            self._console = Console(file=self.err, stderr=True, highlight=False)
+            # rich writes its own cursor codes: to the terminal itself, and what it shows is
+            # made visible and escaped first (_note, _spin)
+            self._console = Console(file=raw_stream(self.err), stderr=True, highlight=False)
             self._status = self._console.status("thinking…", spinner="dots")
         self._spinning = False
 
@@ -133,14 +136,16 @@ class TurnView:
     def _note(self, text: str) -> None:
         self.out.flush()
         if self._spinning:
-            self._console.print(text, markup=False)  # above the spinner
+            self._console.print(visible(text), markup=False)  # above the spinner
         else:
             print(text, file=self.err, flush=True)
 
     def _spin(self, label: str) -> None:
         if self._status is None:
             return
-        self._status.update(label)
+        from rich.markup import escape
+
+        self._status.update(escape(visible(label)))  # a tool name comes from the model
         if not self._spinning:
             self._status.start()
             self._spinning = True
@@ -174,6 +179,9 @@ def working(label: str, *, enabled: bool) -> Iterator[None]:
         yield
         return
     from rich.console import Console
+    from rich.markup import escape
 
-    with Console(stderr=True).status(label, spinner="dots"):
+    with Console(file=raw_stream(sys.stderr), stderr=True).status(
+        escape(visible(label)), spinner="dots"
+    ):
         yield

@@ -12,11 +12,12 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 from assistant.config import LoopLimits
-from assistant.errors import ModelContextOverflow, ModelEmptyReply, ModelError
+from assistant.errors import ModelCancelled, ModelContextOverflow, ModelEmptyReply, ModelError
 from assistant.events import (
     RequestStarted,
     TextDelta,
@@ -108,6 +109,8 @@ class Turn:
     cancel: threading.Event | None = None
     tool_groups: Collection[str] | None = None
     unattended: bool = False
+    origin: str = ""  # the unattended run: job:NAME or watch:RULE
+    write_scope: tuple[str, ...] | None = None  # vault folders an unattended run may write
     clock: Callable[[], float] = time.monotonic
     observer: TurnObserver | None = None  # sees the turn's events as they happen
 
@@ -202,6 +205,8 @@ def run_turn(turn: Turn) -> TurnOutcome:
             if stop := (refusals[0] if refusals else None) or budget.record(outcomes):
                 break
         return state.wrap_up(stop)
+    except ModelCancelled:
+        return state.wrap_up(StopReason.CANCELLED)
     except ModelError as exc:
         return state.finish(f"The model endpoint failed: {exc}", StopReason.MODEL_ERROR, exc)
 
@@ -235,6 +240,8 @@ class _TurnState:
             call_id=call.call_id,
             idempotency_key=turn.runner.idempotency_key(turn.session, turn.turn_id, call),
             unattended=turn.unattended,
+            origin=turn.origin,
+            write_scope=turn.write_scope,
         )
 
     def run_tools(self, calls: list[PreparedCall]) -> list[CallOutcome]:
@@ -275,10 +282,10 @@ class _TurnState:
                 gate = streaming["on_delta"] = _EchoGate(streaming["on_delta"], self.notes)
         started = time.perf_counter()
         try:
-            reply = self.turn.model.complete(
+            reply = _complete(
+                self.turn,
                 self.messages,
                 tools or None,
-                temperature=self.turn.temperature,
                 timeout_s=max(self.budget.remaining_s(), 1.0),
                 **streaming,
             )
@@ -309,6 +316,8 @@ class _TurnState:
         if not answer and self.budget.requests < self.turn.limits.max_requests:
             try:
                 answer = self.usable(self.request(None, purpose="retry"))
+            except ModelCancelled:
+                raise
             except ModelError:
                 answer = ""
         if answer:
@@ -403,6 +412,43 @@ class _TurnState:
         if self.turn.observer is not None:
             self.turn.observer(TurnStopped(stop.value, answer, outcome.stop_detail))
         return outcome
+
+
+def _complete(
+    turn: Turn,
+    messages: list[Message],
+    tools: list[dict[str, Any]] | None,
+    timeout_s: float,
+    on_delta: Callable[[str], None] | None = None,
+) -> ModelReply:
+    """One model request. A turn that can be cancelled (the daemon's) makes it in a helper
+    thread and stops waiting the moment it is cancelled, so a stop (SIGTERM) never waits
+    for a slow endpoint; the abandoned request ends by its own timeout, its reply unused,
+    and its streamed text no longer passed on."""
+    options: dict[str, Any] = {"temperature": turn.temperature, "timeout_s": timeout_s}
+    cancel = turn.cancel
+    if cancel is None:
+        if on_delta is not None:
+            options["on_delta"] = on_delta
+        return turn.model.complete(messages, tools, **options)
+    if on_delta is not None:
+        options["on_delta"] = lambda text: None if cancel.is_set() else on_delta(text)
+    answer: Future[ModelReply] = Future()
+    snapshot = list(messages)  # the turn goes on with its own list after a cancel
+
+    def request() -> None:
+        try:
+            answer.set_result(turn.model.complete(snapshot, tools, **options))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting turn
+            answer.set_exception(exc)
+
+    if not cancel.is_set():
+        threading.Thread(target=request, name="model-request", daemon=True).start()
+        while not answer.done() and not cancel.wait(0.05):
+            pass
+    if answer.done():
+        return answer.result()
+    raise ModelCancelled("the turn was cancelled while the model was answering")
 
 
 class _EchoGate:

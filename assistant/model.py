@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
 
+from tools.arguments import escape_surrogates, replace_surrogates
+
 Message = dict[str, Any]
 
 
@@ -19,6 +21,14 @@ class ToolCall:
     id: str
     name: str
     arguments: str
+
+    def __post_init__(self) -> None:
+        """A model may send lone surrogates; every string of a call must stay storable.
+        In the arguments they become their JSON escapes (the same JSON value, refused with
+        a clear error when the call is prepared); in id and name, U+FFFD."""
+        object.__setattr__(self, "id", replace_surrogates(self.id))
+        object.__setattr__(self, "name", replace_surrogates(self.name))
+        object.__setattr__(self, "arguments", escape_surrogates(self.arguments))
 
     def as_message_part(self) -> dict[str, Any]:
         return {
@@ -51,6 +61,10 @@ class ModelReply:
     def truncated(self) -> bool:
         """The server stopped at the token limit: the answer is cut."""
         return self.finish_reason == "length"
+
+    def __post_init__(self) -> None:
+        if self.content:  # lone surrogates cannot be stored, hashed or sent: U+FFFD
+            object.__setattr__(self, "content", replace_surrogates(self.content))
 
     @cached_property
     def message(self) -> Message:

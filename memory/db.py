@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import sqlite3
 import threading
 import time
@@ -125,7 +126,9 @@ class Database:
         self._busy_until = 0.0  # the flusher lingers while rows keep coming: no wake-ups
         self._closing = False
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # a data directory
+            if not path.exists():  # private whatever the umask; SQLite gives -wal/-shm its mode
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
             conn = sqlite3.connect(path, check_same_thread=False, timeout=10.0)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
@@ -192,6 +195,18 @@ class Database:
             if self._deferred:
                 self.write_many(())
 
+    def discard(self, statements: Iterable[Statement]) -> int:
+        """Drop these statements (the very objects given to `defer`) if still queued:
+        their work failed and was reported so, and must not land later. Waits for a
+        commit in progress, which may put them back. Returns how many were dropped."""
+        gone = {id(statement) for statement in statements}
+        with self.lock, self._queue_lock:
+            kept = [s for s in self._deferred if id(s) not in gone]
+            dropped, self._deferred = len(self._deferred) - len(kept), kept
+            if not kept:
+                self._due = math.inf
+            return dropped
+
     def _take_deferred(self) -> list[Statement]:
         with self._queue_lock:
             taken, self._deferred = self._deferred, []
@@ -228,8 +243,9 @@ class Database:
                     return
             try:
                 self.flush()
-            except StorageError:
-                log.exception("could not commit deferred rows; retrying")
+            except StorageError as exc:  # the message names the file; the stack is for -v
+                debug = log.isEnabledFor(logging.DEBUG)
+                log.error("could not commit deferred rows (%s); retrying", exc, exc_info=debug)
 
     def update(self, sql: str, params: Sequence[object] = ()) -> int:
         """Run one UPDATE/DELETE in its own transaction; returns how many rows it changed."""

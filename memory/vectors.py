@@ -16,6 +16,9 @@ at 100k rows (bench/memory_scale.py), more than the search itself.
 
 from __future__ import annotations
 
+import os
+import sqlite3
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -57,6 +60,76 @@ class StaleIndexError(VectorStoreError):
     """The collection was built by another embedding backend; `reset()` and re-add."""
 
 
+class CorruptIndexError(VectorStoreError):
+    """Chroma's own SQLite file is damaged. The index is derived data: the owner moves the
+    folder aside (`move_aside`) and rebuilds it from SQLite."""
+
+
+# what SQLite (through Chroma) says about a damaged file
+_CORRUPTION = (
+    "file is not a database",
+    "database disk image is malformed",
+    "malformed database schema",
+    "database corruption",
+    "(code: 11)",
+    "(code: 26)",
+)
+
+
+def is_corruption(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return any(marker in text for marker in _CORRUPTION)
+
+
+def sqlite_damage(folder: Path) -> str | None:
+    """What SQLite's own check finds wrong with a Chroma folder's `chroma.sqlite3` (None:
+    nothing, or no such file). Chroma reports a damaged file in many ways ("Failed to get
+    segments", a missing collection); this asks the file itself, read-only."""
+    path = Path(folder) / "chroma.sqlite3"
+    if not path.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=2.0)
+        try:
+            rows = conn.execute("PRAGMA quick_check(3)").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    except sqlite3.Error:
+        return None  # locked or unreadable: not known to be damaged
+    problems = [str(row[0]) for row in rows if row and row[0] != "ok"]
+    return "; ".join(problems) or None
+
+
+def drop_cached_client(path: Path) -> None:
+    """Forget the process-wide Chroma system of `path`. Chroma caches one per folder and
+    hands it to every later client of that path, also after it failed to open or the
+    folder was renamed: a reopened folder would still be the broken one. (This reaches
+    into `SharedSystemClient`'s cache; its `clear_system_cache` would drop every folder's.)"""
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    key = str(path)
+    system = SharedSystemClient._identifier_to_system.pop(key, None)
+    SharedSystemClient._identifier_to_refcount.pop(key, None)
+    if system is not None:
+        with suppress(Exception):
+            system.stop()
+
+
+def move_aside(path: Path) -> Path:
+    """Rename a damaged Chroma folder to `NAME.corrupt-YYYYmmdd-HHMMSS` beside it (kept
+    for inspection, never deleted); the new name."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+    os.replace(path, target)
+    return target
+
+
 def open_chroma(
     path: Path | None,
     *,
@@ -78,6 +151,9 @@ def open_chroma(
             Path(path).mkdir(parents=True, exist_ok=True)
             return chromadb.PersistentClient(path=str(path), settings=settings)
         except Exception as exc:
+            drop_cached_client(Path(path))  # else every later open gets this broken one
+            if is_corruption(exc) or sqlite_damage(Path(path)):
+                raise CorruptIndexError(f"the {where} is corrupt: {exc}") from exc
             raise VectorStoreError(
                 f"cannot open {where}: {exc}; check it exists, is writable and that no "
                 "other process owns it"
@@ -162,12 +238,24 @@ class VectorStore:
             raise
         except Exception as exc:
             text = str(exc) or type(exc).__name__
+            if is_corruption(exc) or self._damaged():
+                raise CorruptIndexError(
+                    f"{self.where}: cannot {action} (collection {self.name!r}): the folder is "
+                    f"corrupt: {text}"
+                ) from exc
             hint = ""
             if "lock" in text.lower():
                 hint = "; another process may own this Chroma folder"
             raise VectorStoreError(
                 f"{self.where}: cannot {action} (collection {self.name!r}): {text}{hint}"
             ) from exc
+
+    def _damaged(self) -> bool:
+        """After a failure: is it the embedded folder's SQLite file that is damaged?"""
+        settings = self.client.get_settings()
+        if not settings.is_persistent or not settings.persist_directory:
+            return False
+        return sqlite_damage(Path(settings.persist_directory)) is not None
 
     def _wanted_metadata(self) -> dict[str, Any]:
         return {BACKEND_KEY: self.backend.name, DIM_KEY: int(self.backend.dim)}

@@ -231,6 +231,19 @@ def test_a_file_dropped_into_the_inbox_is_processed(shared_daemon: DaemonProcess
     assert "the inbox received Quarterly plan" in [c["text"] for c in remembered]
 
 
+def test_memory_history_edit_and_as_of_are_served_by_the_daemon(
+    shared_daemon: DaemonProcess,
+) -> None:
+    assert shared_daemon.cli("ask", "remember that my piano tuner is Ms. Abara").returncode == 0
+    [row] = [c for c in shared_daemon.cli_json("memory", "list") if c["text"].endswith("Ms. Abara")]
+    edited = shared_daemon.cli_json("memory", "edit", row["id"], "My piano tuner is Mr. Osei.")
+    assert edited["source"] == "user" and edited["replaced"]["id"] == row["id"]
+    chain = shared_daemon.cli_json("memory", "history", edited["id"])
+    assert [c["id"] for c in chain] == [row["id"], edited["id"]]
+    before = shared_daemon.cli_json("memory", "search", "piano tuner", "--as-of", "2000-01-01")
+    assert before == []
+
+
 def test_an_editor_style_save_counts_as_a_change(shared_daemon: DaemonProcess) -> None:
     inbox = shared_daemon.vault / "Inbox"
     temporary = inbox / ".Renamed idea.md.tmp"

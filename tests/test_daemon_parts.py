@@ -180,6 +180,8 @@ def test_the_prompt_template_gets_path_title_and_folder() -> None:
         "path": "Inbox/Sub/Plan B.md",
         "event": "created",
         "rule": "**/*.md",
+        "rule_name": "**/*.md",
+        "write_scope": None,
     }
     assert render(rule, "Top.md", "modified").prompt.endswith("in ")
 

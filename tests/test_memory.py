@@ -70,11 +70,14 @@ def test_chinese_subject_supersedes_offline(assistant: Assistant) -> None:
     assert store.stats()["superseded"] == 1
 
 
-def test_forget_retires(assistant: Assistant) -> None:
+def test_forget_retires_once_the_user_confirms(assistant: Assistant) -> None:
     assistant.ask("remember that the wifi password hint is the cat's name")
     outcome = assistant.ask("forget the wifi password hint")
-    assert outcome.answer.startswith("Forgotten")
+    assert outcome.answer.startswith("Waiting for your yes"), outcome.answer
     store = _store(assistant)
+    assert len(store.recall("wifi password hint", 5)) == 1, "nothing is forgotten before a yes"
+    [call] = outcome.tool_calls
+    assistant.confirm(call.result["action_id"])
     assert store.recall("wifi password hint", 5) == []
     retired = store.list(status="retired")
     assert len(retired) == 1 and retired[0].valid_to is not None
@@ -171,10 +174,13 @@ def test_cross_session_recall_through_the_cli(tmp_path: Path) -> None:
 
 
 def test_cli_refuses_while_another_process_owns_the_directory(tmp_path: Path) -> None:
+    # It waits for the holder first ([daemon] lock_wait_s, issue 13), here briefly.
+    (tmp_path / "config.toml").write_text("[daemon]\nlock_wait_s = 1\n", encoding="utf-8")
     holder = Assistant(load_settings())
     try:
         result = _cli(tmp_path, "ask", "hello")
     finally:
         holder.close()
     assert result.returncode != 0
+    assert "waiting up to 1 s" in result.stderr
     assert "in use by process" in result.stderr and "Traceback" not in result.stderr

@@ -76,6 +76,10 @@ class ToolContext:
     idempotency_key: str = ""
     unattended: bool = False
     confirmed: bool = False
+    # an unattended run: which one (`job:NAME`, `watch:RULE`), and the vault folders it may
+    # write in (None: anywhere; the user's own turns and confirmed actions)
+    origin: str = ""
+    write_scope: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

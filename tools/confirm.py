@@ -6,6 +6,11 @@ the model gets the action id. Only the user runs it, by confirming (`assistant c
 ID`, a yes at the chat prompt, or the control API). Pending actions expire, and an
 unattended run (a job, a file trigger) can never confirm.
 
+An unattended run's action waits for the user instead: it does not expire before the user
+has been shown it (`for_user`, behind `assistant pending` and `status`), and only then
+gets its time to live. An action that expired stays listed for a day as `expired`, so
+nothing disappears unseen. Each action records which run asked for it (`origin`).
+
 A preview may record what it was computed from (`GuardedPreview.state`: a content hash per
 note). The action keeps it, and confirming hands it to the tool (`expected_state`), which
 refuses to act if anything changed since: the user never says yes to one diff and gets
@@ -31,6 +36,7 @@ from tools.base import ActionPreview, Tool, ToolContext, ToolError
 from tools.registry import ToolRegistry
 
 DEFAULT_TTL_S = 15 * 60
+SHOW_EXPIRED_S = 24 * 3600  # how long an expired action is still listed for the user
 STALE_PREVIEW = "STALE_PREVIEW"  # the ToolError code of a tool whose preview went stale
 
 migrations = Migrations("confirmations")
@@ -50,6 +56,13 @@ def m001_pending_actions(db: sqlite_utils.Database) -> None:
 @migrations
 def m002_preview_state(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE pending_actions ADD COLUMN preview_state TEXT")
+
+
+@migrations
+def m003_origin_and_seen(db: sqlite_utils.Database) -> None:
+    """Which unattended run asked (`job:NAME`, `watch:RULE`); when the user was shown it."""
+    db.execute("ALTER TABLE pending_actions ADD COLUMN origin TEXT")
+    db.execute("ALTER TABLE pending_actions ADD COLUMN seen_at REAL")
 
 
 @dataclass(frozen=True)
@@ -107,6 +120,8 @@ class PendingAction:
     result: Any = None
     decided_at: float | None = None
     preview_state: dict[str, str | None] | None = None
+    origin: str | None = None
+    seen_at: float | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> PendingAction:
@@ -170,11 +185,12 @@ class PendingActions:
             expires_at=now + self.ttl_s,
             status="pending",
             preview_state=state,
+            origin=(context.origin or "unattended") if context.unattended else None,
         )
         self.database.write(
             "INSERT INTO pending_actions (id, tool, version, arguments, summary, diff, session, "
-            "turn_id, unattended, created_at, expires_at, status, preview_state) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
+            "turn_id, unattended, created_at, expires_at, status, preview_state, origin) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
             (
                 action.id,
                 action.tool,
@@ -188,6 +204,7 @@ class PendingActions:
                 now,
                 action.expires_at,
                 json.dumps(state) if state is not None else None,
+                action.origin,
             ),
         )
         return action
@@ -204,11 +221,30 @@ class PendingActions:
         )
         return [PendingAction.from_row(row) for row in rows]
 
-    def _expire(self) -> None:
+    def for_user(self, *, now: float | None = None) -> list[PendingAction]:
+        """What to show the user: every pending action, unattended ones included, and
+        those that expired within the last day. Showing an unattended action starts its
+        time to live (until then it waits)."""
+        now = time.time() if now is None else now
+        self._expire(now)
+        self.database.write(
+            "UPDATE pending_actions SET seen_at = ?, expires_at = max(expires_at, ?) "
+            "WHERE status = 'pending' AND seen_at IS NULL AND unattended = 1",
+            (now, now + self.ttl_s),
+        )
+        rows = self.database.query(
+            "SELECT * FROM pending_actions WHERE status = 'pending' "
+            "OR (status = 'expired' AND expires_at >= ?) ORDER BY status DESC, created_at DESC",
+            [now - SHOW_EXPIRED_S],
+        )
+        return [PendingAction.from_row(row) for row in rows]
+
+    def _expire(self, now: float | None = None) -> None:
+        """Past their time: interactive actions, and unattended ones the user was shown."""
         self.database.write(
             "UPDATE pending_actions SET status = 'expired' WHERE status = 'pending' "
-            "AND expires_at <= ?",
-            (time.time(),),
+            "AND expires_at <= ? AND (unattended = 0 OR seen_at IS NOT NULL)",
+            (time.time() if now is None else now,),
         )
 
     def _decidable(self, action_id: str, *, unattended: bool) -> PendingAction:
@@ -298,8 +334,6 @@ def pending_payload(action: PendingAction) -> dict[str, Any]:
         "Nothing has changed yet. Tell the user exactly what would change and that it runs "
         f"only when they confirm (assistant confirm {action.id})."
     )
-    if action.unattended:
-        note += " This run is unattended and cannot confirm; the user may confirm it later."
     payload: dict[str, Any] = {
         "status": "pending_confirmation",
         "action_id": action.id,
@@ -307,6 +341,12 @@ def pending_payload(action: PendingAction) -> dict[str, Any]:
         "expires_in_s": round(action.expires_at - action.created_at),
         "note": note,
     }
+    if action.unattended:
+        payload["note"] += (
+            " This run is unattended and cannot confirm; the action waits until the user "
+            "sees it (assistant pending, assistant status)."
+        )
+        del payload["expires_in_s"]
     if action.diff:
         payload["diff"] = action.diff
     return payload

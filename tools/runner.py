@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from memory.jsontext import dumps
+from tools.arguments import check_value, strict_loads
 from tools.base import Tool, ToolContext, ToolError
 from tools.confirm import PendingActions, pending_payload
 from tools.pool import Job, WorkerPool
@@ -134,6 +135,16 @@ class ToolRunner:
     # -- preparation -------------------------------------------------------------------
 
     def prepare(self, call_id: str, name: str, arguments: str) -> PreparedCall:
+        """Never raises: whatever the model sent becomes a call or a call's error."""
+        try:
+            return self._prepare(call_id, name, arguments)
+        except (RecursionError, ValueError, UnicodeError) as exc:  # a last line, not a path
+            call = PreparedCall(call_id=call_id, name=name, arguments_raw=arguments or "")
+            call.error = ToolError("INVALID_ARGUMENTS", f"unreadable arguments: {exc}")
+            call.key = f"{name}:{len(call.arguments_raw)}"
+            return call
+
+    def _prepare(self, call_id: str, name: str, arguments: str) -> PreparedCall:
         call = PreparedCall(call_id=call_id, name=name, arguments_raw=arguments or "")
         call.tool = self.registry.get(name)
         if call.tool is None:
@@ -174,10 +185,19 @@ class ToolRunner:
         if not raw:
             return {}
         try:
-            # not orjson: it reads an integer past 64 bits as a float, silently rounded
-            parsed = json.loads(raw)
+            parsed = strict_loads(raw)
+        except ToolError as exc:  # JSON a tool must never see: too deep, NaN, surrogates
+            call.error = ToolError(exc.code, exc.detail, schema=call.tool.parameters_schema)
+            return None
         except json.JSONDecodeError as exc:
             parsed = self._repair(raw)
+            try:
+                check_value(parsed)
+            except ToolError as refused:
+                call.error = ToolError(
+                    refused.code, refused.detail, schema=call.tool.parameters_schema
+                )
+                return None
             if parsed is None:
                 call.error = ToolError(
                     "INVALID_JSON",
@@ -309,7 +329,8 @@ class ToolRunner:
         return f"{call.tool.version}:{call.key}:{scope}"
 
     def idempotency_key(self, session: str, turn_id: str, call: PreparedCall) -> str:
-        digest = hashlib.sha256(f"{session}\0{turn_id}\0{call.key}".encode()).hexdigest()
+        text = f"{session}\0{turn_id}\0{call.key}"
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         return digest[:24]
 
     def _invoke(

@@ -34,6 +34,7 @@ from typing import Any
 
 import uvicorn
 from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPBearer
 from pydantic import BaseModel, Field
@@ -51,7 +52,11 @@ log = logging.getLogger(__name__)
 
 class AskRequest(BaseModel):
     text: str = Field(min_length=1, max_length=100_000)
-    session: str | None = Field(None, max_length=200)
+    session: str | None = None  # checked by `commands.ask`, the same way in-process
+
+
+class EditRequest(BaseModel):
+    text: str = Field(min_length=1, max_length=2000)
 
 
 class JobRequest(BaseModel):
@@ -59,6 +64,7 @@ class JobRequest(BaseModel):
     cron: str | None = None
     every: str | None = None
     name: str | None = None
+    write_scope: list[str] | None = None
 
 
 class VaultIndexRequest(BaseModel):
@@ -79,12 +85,18 @@ class BearerToken:
 
     def __init__(self, app: Any, token: str) -> None:
         self.app = app
-        self.expected = f"Bearer {token}".encode()
+        self.expected = token.encode()
+
+    def _valid(self, header: bytes) -> bool:
+        """`Bearer TOKEN`; the scheme is case-insensitive (RFC 7235 section 2.1)."""
+        scheme, _, credentials = header.strip().partition(b" ")
+        bearer = hmac.compare_digest(scheme.lower(), b"bearer")
+        return hmac.compare_digest(credentials.strip(), self.expected) and bearer
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             given = dict(scope["headers"]).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
+            if not self._valid(given):
                 response = JSONResponse(
                     {
                         "error": "UNAUTHORIZED",
@@ -97,6 +109,16 @@ class BearerToken:
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+def _describe_invalid(exc: RequestValidationError) -> str:
+    """FastAPI's list of problems as one line: `query k: Input should be ... (got 'x')`."""
+    problems = []
+    for item in exc.errors():
+        where = " ".join(str(part) for part in item.get("loc", ()))
+        got = f" (got {item['input']!r:.60})" if "input" in item else ""
+        problems.append(f"{where}: {item.get('msg', 'invalid')}{got}")
+    return "; ".join(problems) or "the request is not valid"
 
 
 def _error(status: int, code: str, detail: str) -> JSONResponse:
@@ -183,6 +205,10 @@ def create_app(
     async def command_error(request: Request, exc: CommandError) -> JSONResponse:
         return _error(exc.status, exc.code, str(exc))
 
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _error(422, "BAD_REQUEST", _describe_invalid(exc))
+
     @app.exception_handler(QueueClosed)
     async def shutting_down(request: Request, exc: QueueClosed) -> JSONResponse:
         return _error(503, "SHUTTING_DOWN", str(exc))
@@ -256,8 +282,9 @@ def create_app(
         kind: str | None = None,
         tag: str | None = None,
         include_all: bool = False,
+        as_of: str | None = None,
     ) -> list[dict[str, Any]]:
-        return commands.memory_search(s, query, k, kind, tag, include_all)
+        return commands.memory_search(s, query, k, kind, tag, include_all, as_of)
 
     @app.get("/memory/stats", tags=["memory"])
     def memory_stats() -> dict[str, Any]:
@@ -274,6 +301,21 @@ def create_app(
     @app.post("/memory/{id}/forget", tags=["memory"])
     def memory_forget(id: str) -> dict[str, Any]:
         return commands.memory_forget(s, id)
+
+    @app.post("/memory/{id}/restore", tags=["memory"])
+    def memory_restore(id: str) -> dict[str, Any]:
+        """Undo a forget: the retired conclusion is active again."""
+        return commands.memory_restore(s, id)
+
+    @app.get("/memory/{id}/history", tags=["memory"])
+    def memory_history(id: str) -> list[dict[str, Any]]:
+        """Every value of the thing a conclusion is about, oldest first."""
+        return commands.memory_history(s, id)
+
+    @app.post("/memory/{id}/edit", tags=["memory"])
+    def memory_edit(id: str, request: EditRequest) -> dict[str, Any]:
+        """The user's correction: a new row (source "user") supersedes the conclusion."""
+        return commands.memory_edit(s, id, request.text)
 
     @app.get("/pending", tags=["confirmations"])
     def pending() -> list[dict[str, Any]]:
@@ -298,7 +340,9 @@ def create_app(
 
     @app.post("/jobs", tags=["jobs"])
     def jobs_add(request: JobRequest) -> dict[str, Any]:
-        return commands.jobs_add(s, request.prompt, request.cron, request.every, request.name)
+        return commands.jobs_add(
+            s, request.prompt, request.cron, request.every, request.name, request.write_scope
+        )
 
     @app.get("/jobs/history", tags=["jobs"])
     def jobs_history(name: str | None = None, limit: int = 20) -> list[dict[str, Any]]:

@@ -42,7 +42,8 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from assistant.config import Settings
 from assistant.errors import CommandError
-from memory.db import Database, Migrations
+from memory.db import Database, Migrations, describe_sqlite_error
+from memory.errors import StorageError
 
 log = logging.getLogger(__name__)
 
@@ -271,15 +272,33 @@ class JobBook:
         )
 
     def start(self, *, paused: bool) -> None:
-        self.scheduler.start(paused=paused)
+        """Open the store (creating its table); a file that is not a job store is named."""
+        from sqlalchemy.exc import SQLAlchemyError
+
+        try:
+            self.scheduler.start(paused=paused)
+        except SQLAlchemyError as exc:
+            if self.scheduler.running:
+                self.scheduler.shutdown(wait=False)
+            raise StorageError(
+                f"the job store: {describe_sqlite_error(self.path, getattr(exc, 'orig', exc))}"
+            ) from None
 
     def shutdown(self) -> None:
         if self.scheduler.running:
             self.scheduler.shutdown(wait=False)
 
     def add(
-        self, name: str | None, prompt: str, *, cron: str | None, every: str | None
+        self,
+        name: str | None,
+        prompt: str,
+        *,
+        cron: str | None,
+        every: str | None,
+        write_scope: list[str] | None = None,
     ) -> dict[str, Any]:
+        """`write_scope`: the vault folders its runs may write in (default: `[safety]
+        write_scope`)."""
         name = name or f"job-{uuid.uuid4().hex[:6]}"
         if not NAME.match(name):
             raise CommandError(
@@ -288,10 +307,18 @@ class JobBook:
         if not prompt.strip():
             raise CommandError("BAD_PROMPT", "a job needs a prompt")
         trigger = make_trigger(cron=cron, every=every, zone=self.zone)
+        kwargs: dict[str, Any] = {"prompt": prompt}
+        if write_scope is not None:
+            from assistant.config import write_scope as normalised_scope
+
+            try:
+                kwargs["write_scope"] = normalised_scope(write_scope)
+            except ValueError as exc:
+                raise CommandError("BAD_SCOPE", str(exc)) from None
         if self.scheduler.get_job(name) is not None:
             raise CommandError("JOB_EXISTS", f"there is already a job named {name!r}", 409)
         job = self.scheduler.add_job(
-            JOB_FUNCTION, trigger, args=(name,), kwargs={"prompt": prompt}, id=name, name=name
+            JOB_FUNCTION, trigger, args=(name,), kwargs=kwargs, id=name, name=name
         )
         return self.describe(job)
 
@@ -315,6 +342,7 @@ class JobBook:
         return {
             "name": job.id,
             "prompt": job.kwargs.get("prompt"),
+            "write_scope": job.kwargs.get("write_scope"),
             "schedule": describe_trigger(job.trigger),
             "timezone": str(self.zone),
             "next_run": next_run.isoformat(timespec="seconds") if next_run else None,
@@ -346,10 +374,16 @@ class JobRunner:
         cancel: threading.Event | None = None,
         manual: bool = False,
         scheduled_for: datetime | None = None,
+        write_scope: list[str] | None = None,
     ) -> dict[str, Any]:
         session = job_session(name)
         run_id = self.history.start(name, session, manual=manual, scheduled_for=scheduled_for)
-        trigger: dict[str, Any] = {"kind": "job", "job": name, "manual": manual}
+        trigger: dict[str, Any] = {
+            "kind": "job",
+            "job": name,
+            "manual": manual,
+            "write_scope": write_scope,
+        }
         if scheduled_for is not None:
             trigger["scheduled_for"] = scheduled_for.isoformat(timespec="seconds")
         try:
@@ -371,7 +405,7 @@ class JobRunner:
         )
         if status == "ok":
             try:
-                self.assistant.end_session(session)
+                self.assistant.end_session(session, origin=f"job:{name}")
             except Exception:  # the run itself is recorded; extraction is extra
                 log.exception("job %s: keeping conclusions of %s failed", name, session)
         return self.history.get(run_id)
@@ -384,11 +418,14 @@ def run_scheduled_job(
     runner: JobRunner | None = None,
     cancel: threading.Event | None = None,
     scheduled_for: datetime | None = None,
+    write_scope: list[str] | None = None,
 ) -> dict[str, Any]:
     """What the job store names for every job; `QueueExecutor` supplies the runner."""
     if runner is None:
         raise RuntimeError("scheduled jobs run inside the daemon, whose executor passes a runner")
-    return runner.run(name, prompt, cancel=cancel, scheduled_for=scheduled_for)
+    return runner.run(
+        name, prompt, cancel=cancel, scheduled_for=scheduled_for, write_scope=write_scope
+    )
 
 
 class QueueExecutor(BaseExecutor):

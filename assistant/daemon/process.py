@@ -41,6 +41,7 @@ from tools.base import Tool
 if TYPE_CHECKING:
     from assistant.app import Assistant
     from assistant.daemon.api import ApiServer
+    from tools.confirm import PendingAction
 
 log = logging.getLogger("assistant.daemon")
 
@@ -106,8 +107,19 @@ class Daemon:
         model, tools, vectors = self._parts
         limit = settings.daemon.model_concurrency
         throttled = ThrottledModel(model or build_model(settings), limit)
+        # A CLI command holding the data directory is waited for (it says so), not a
+        # reason to exit; such commands yield to a daemon that waits (memory.lock). Another
+        # daemon is not short-lived: this one is refused at once, naming it.
         self.assistant = Assistant(
-            settings, model=throttled, tools=tools, vectors=vectors, role="daemon"
+            settings,
+            model=throttled,
+            tools=tools,
+            vectors=vectors,
+            role="daemon",
+            lock_notice=log.warning,
+            lock_yield_to=lambda holder: (
+                holder is not None and holder.role == "daemon" and holder.alive
+            ),
         )
         try:
             if self._log_file:  # only the owner of the data directory writes its log
@@ -266,8 +278,10 @@ class Daemon:
             settle=False,
         )
 
+        origin = assistant.unattended_run(trigger)[0] if unattended else None
+
         def memory_work(cancel: threading.Event) -> int:
-            return assistant.after_turn(outcome, end_session=end_session)
+            return assistant.after_turn(outcome, end_session=end_session, origin=origin)
 
         try:
             later = self._queue().submit(session, memory_work, kind="memory", label=session)
@@ -302,13 +316,38 @@ class Daemon:
         )
         return future.result()
 
+    def confirm_action(self, action_id: str) -> PendingAction:
+        """A confirmed action runs as work of the queue, so shutdown waits for it (a move
+        half done is worse than a late stop); one not yet started when shutdown begins
+        does not start, and stays pending."""
+
+        def work(cancel: threading.Event) -> PendingAction:
+            if cancel.is_set():
+                raise QueueClosed(
+                    f"the daemon is shutting down: action {action_id} did not run and is "
+                    "still pending; confirm it again once the daemon is back"
+                )
+            return self.assistant.confirm(action_id)
+
+        lane = f"action:{action_id}"
+        return self._queue().submit(lane, work, kind="confirm", label=action_id).result()
+
+    def reject_action(self, action_id: str) -> PendingAction:
+        return self.assistant.reject(action_id)
+
     def run_job(self, name: str) -> dict[str, Any]:
         assert self.jobs is not None and self.runner is not None, "the daemon is not started"
-        prompt = self.jobs.find(name).kwargs["prompt"]
+        kwargs = self.jobs.find(name).kwargs
         runner = self.runner
 
         def work(cancel: threading.Event) -> dict[str, Any]:
-            return runner.run(name, prompt, cancel=cancel, manual=True)
+            return runner.run(
+                name,
+                kwargs["prompt"],
+                cancel=cancel,
+                manual=True,
+                write_scope=kwargs.get("write_scope"),
+            )
 
         return self._queue().submit(f"job:{name}", work, kind="job", label=name).result()
 

@@ -81,7 +81,14 @@ class FileTask:
 
     @property
     def trigger(self) -> dict[str, Any]:
-        return {"kind": "file", "path": self.path, "event": self.event, "rule": self.rule.glob}
+        return {
+            "kind": "file",
+            "path": self.path,
+            "event": self.event,
+            "rule": self.rule.glob,
+            "rule_name": self.rule.label,
+            "write_scope": self.rule.write_scope,
+        }
 
 
 def render(rule: WatchRule, path: str, event: str) -> FileTask:

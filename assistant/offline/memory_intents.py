@@ -164,6 +164,15 @@ class ForgetIntent:
             return PlannerStep(
                 answer=view.say(f"I could not forget that: {detail}.", f"没能删除：{detail}。")
             )
+        if result.payload.get("status") == "pending_confirmation":
+            would, action = result.payload.get("would", query), result.payload.get("action_id")
+            return PlannerStep(
+                answer=view.say(
+                    f"Waiting for your yes: {would}. Nothing is forgotten until you confirm "
+                    f"(assistant confirm {action}).",
+                    f"等待确认：{would}。确认后才会忘掉（assistant confirm {action}）。",
+                )
+            )
         text = result.payload.get("text", query)
         return PlannerStep(answer=view.say(f"Forgotten: {text}", f"已忘掉：{text}"))
 

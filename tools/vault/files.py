@@ -194,6 +194,9 @@ def make_folders(folder: Path) -> list[Path]:
     for created in reversed(missing):
         with suppress(FileExistsError):
             created.mkdir()
+            # like its parent, not the process umask (077 while the data directory is owned)
+            with suppress(OSError):
+                os.chmod(created, created.parent.stat().st_mode & 0o7777)
     return missing
 
 

@@ -627,6 +627,11 @@ class VaultIndex:
     def _vectors_failed(self, report: IndexReport) -> bool:
         return self.vectors is not None and report.embedded < report.chunks_added
 
+    def repair_vectors(self) -> dict[str, int]:
+        """Re-add every chunk vector the collection lacks (after it was lost or rebuilt)."""
+        with self._lock:
+            return self._repair(full=False)
+
     def _repair(self, *, full: bool) -> dict[str, int]:
         try:
             return self.index.sync(self._rows, full=full)

@@ -281,17 +281,39 @@ def _with_frontmatter(content: str, data: dict[str, Any] | None) -> str:
     return frontmatter.dumps(frontmatter.Post(content, **data)) + "\n"
 
 
+def _check_scope(changes: list[Change], context: ToolContext) -> None:
+    """An unattended run (a job, a watch rule) writes only inside its folder scope
+    (`write_scope`), whatever a note it read told it; the user's own turns and confirmed
+    actions write anywhere. Refused before anything is written."""
+    scope = context.write_scope
+    if scope is None or context.confirmed:
+        return
+    for change in changes:
+        for path in (change.path, change.new_path):
+            if path is not None and not any(path.rel.startswith(f) for f in scope):
+                allowed = ", ".join(f or "(the whole vault)" for f in scope) or "nowhere"
+                raise ToolError(
+                    "OUT_OF_SCOPE",
+                    f"{context.origin or 'this unattended run'} may write only in "
+                    f"{allowed}; {path.rel} is outside. Nothing was written. (The user can "
+                    "widen the job's or watch rule's write_scope.)",
+                )
+
+
 def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
     """The vault tools bound to one vault (and its index, for search)."""
 
     def _apply(
         changes: list[Change],
+        context: ToolContext,
         *,
-        actor: str | None,
         expect: dict[str, str | None] | None = None,
     ) -> WriteResult:
         """Apply through the call's write gate: past its timeout, a write not yet begun
-        never begins, and one begun is finished (tools/writegate.py)."""
+        never begins, and one begun is finished (tools/writegate.py); an unattended run
+        only inside its scope (`_check_scope`)."""
+        _check_scope(changes, context)
+        actor = context.session or None
         return vault.apply(changes, actor=actor, expect=expect, may_start=begin_write)
 
     @tool(read_only=True, cacheable=False, version="1.0")
@@ -369,7 +391,7 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         watch_writes()
         refuse_placeholder_name(args.path)
         content = _with_frontmatter(args.content, args.frontmatter)
-        result = _apply(vault.plan_create(args.path, content), actor=context.session or None)
+        result = _apply(vault.plan_create(args.path, content), context)
         return _written(result, "created")
 
     @tool(read_only=False, sequential=True, version="1.0")
@@ -382,7 +404,7 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         """
         watch_writes()
         plan = vault.plan_append(args.path, args.text, heading=args.heading, create=args.create)
-        result = _apply(plan, actor=context.session or None)
+        result = _apply(plan, context)
         status = "created" if result.op == "create" else "appended"
         return _written(result, status, **({"heading": args.heading} if args.heading else {}))
 
@@ -404,7 +426,7 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         diff; tell the user what would change and how to confirm it.
         """
         watch_writes()
-        result = _apply(plan_replace(args), actor=context.session or None, expect=expected_state())
+        result = _apply(plan_replace(args), context, expect=expected_state())
         return _written(result, "replaced", heading=args.heading)
 
     def plan_overwrite(args: OverwriteArgs) -> list[Change]:
@@ -426,9 +448,7 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         pending action with a diff; tell the user what would change and how to confirm.
         """
         watch_writes()
-        result = _apply(
-            plan_overwrite(args), actor=context.session or None, expect=expected_state()
-        )
+        result = _apply(plan_overwrite(args), context, expect=expected_state())
         return _written(result, "overwritten")
 
     def plan_move(args: MoveArgs) -> list[Change]:
@@ -450,7 +470,7 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         embeds and markdown links to the note are rewritten; code blocks are not.
         """
         watch_writes()
-        result = _apply(plan_move(args), actor=context.session or None, expect=expected_state())
+        result = _apply(plan_move(args), context, expect=expected_state())
         updated = [c["path"] for c in result.changes if c["op"] == "link_update"]
         return _written(result, "moved", links_updated_in=updated)
 
@@ -471,7 +491,7 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         confirm: you get a pending action; tell the user what would be deleted.
         """
         watch_writes()
-        result = _apply(plan_delete(args), actor=context.session or None, expect=expected_state())
+        result = _apply(plan_delete(args), context, expect=expected_state())
         return _written(result, "deleted")
 
     @tool(read_only=False, sequential=True, version="1.0")
@@ -494,7 +514,7 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
             target = f"{folder}/{name}" if folder else name
         refuse_placeholder_name(target)
         source, plan = vault.plan_template(args.template, target, variables=args.variables)
-        result = _apply(plan, actor=context.session or None)
+        result = _apply(plan, context)
         content = plan[0].after_text or ""
         return _written(result, "created", template=source.rel, content=content)
 
@@ -510,7 +530,7 @@ def vault_tools(vault: Vault, index: VaultIndex | None = None) -> list[Tool]:
         found, plan = vault.plan_daily(args.text, args.date)
         if not plan:
             return {"status": "exists", "path": found.rel, "content": vault.read_text(found)}
-        result = _apply(plan, actor=context.session or None)
+        result = _apply(plan, context)
         created = result.op == "create"
         payload = _written(result, "created" if created else "appended", created=created)
         payload["appended"] = bool(args.text)

@@ -1,0 +1,888 @@
+"""Reconciling a new conclusion with the active ones (issue 15): new, restatement,
+update (supersede) or unrelated.
+
+Updates are rarely phrased "my X is Y". People say what changed ("I now see Dr. Patel
+instead of Dr. Rao", "we switched from A to B", "the standup moved to 10:30", "Ana now
+reports to Li", "…改成了…", "…换人了，现在是…", "我现在改用…", "不再…") and name a
+subject by its role ("the person who cuts my hair" is the hairdresser). The rules here
+are general lexicons, not sentences: change cues (EN + ZH), the value a cue says was
+replaced, a small curated lexicon of roles people have (hairdresser, doctor, manager, …),
+subject shapes beyond "my X is Y", and subject normalisation (generic qualifiers such as
+"daily" or 每周 do not make another subject). A cue never links two statements on its
+own: it needs the same subject, or the replaced value named in exactly one fitting row.
+A wrong merge loses a fact; a missed one leaves a stale row that recall still ranks
+below the newer one (`memory.conclusions`), so every rule errs towards "new".
+
+With a model configured, the decision is the model's (`judge_prompt`,
+`parse_judgement`): the new text and the top few candidates with their ids; a reply
+that does not validate, names an id not offered, or does not come in time leaves the
+decision to these rules.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from memory.extraction import slot_of
+from memory.text import HAN
+
+Action = Literal["new", "restatement", "update", "unrelated"]
+ACTIONS: tuple[str, ...] = ("new", "restatement", "update", "unrelated")
+
+_P = r"，。,、；;：:！!？?"  # clause punctuation, both scripts
+
+# -- change cues ---------------------------------------------------------------------------
+
+_EN_CUE = re.compile(
+    r"\b(?:instead|switch(?:ed|ing)?|chang(?:ed|ing)|mov(?:ed|ing)|replac(?:ed|ing)"
+    r"|swapp?(?:ed|ing)|trad(?:ed|ing)|upgrad(?:ed|ing)|reschedul(?:ed|ing)|postpon(?:ed|ing)"
+    r"|push(?:ed)?\s+(?:back|out)|brought\s+forward|shift(?:ed)?|took\s+over|taken\s+over"
+    r"|tak(?:es|ing)\s+over|no\s+longer|any\s?more|now|these\s+days|from\s+now\s+on"
+    r"|from\s+next|starting|as\s+of|became|become|used\s+to|sold|ditched|dropped|gave\s+up"
+    r"|got\s+rid\s+of|stopped|quit|transferr?(?:ed|ing)|relocated|again|new)\b",
+    re.IGNORECASE,
+)
+_ZH_CUE = re.compile(
+    r"改成|改为|改用|改到|改在|改看|改去|改坐|改喝|换成|换人|换了|换到|换用|变成|变为|调到|调整"
+    r"|推迟|提前|挪到|转学|转到|搬到|搬去|不再|不用了|不去了|现在|如今|目前|以后|从此|已经|新的"
+)
+
+
+@lru_cache(maxsize=8192)
+def change_cue(text: str) -> bool:
+    """Does the text say that something changed (or holds from now on)?"""
+    body = unicodedata.normalize("NFKC", text)
+    return bool(_EN_CUE.search(body) or _ZH_CUE.search(body))
+
+
+_CUE_WORDS = re.compile(
+    r"\b(?:instead(?:\s+of\s+[^,.;]+)?|now|these\s+days|from\s+now\s+on|again|still"
+    r"|currently|nowadays|as\s+of\s+(?:today|now))\b",
+    re.IGNORECASE,
+)
+_ZH_CUE_WORDS = re.compile(r"现在|如今|目前|已经|改成了|改成|改为|换成了|换成|也|还是|还")
+
+
+def without_cues(text: str) -> str:
+    """The statement without the words that only say it changed: what its frame is."""
+    body = _CUE_WORDS.sub(" ", unicodedata.normalize("NFKC", text))
+    body = _ZH_CUE_WORDS.sub("", body)
+    body = re.sub("改(?=[去在看坐用喝吃找住])", "", body)  # 改去人民医院 = 去人民医院
+    body = re.sub(r"了(?=[。.!！]?$)", "", body.strip())
+    return " ".join(body.split())
+
+
+# -- the value a change says was replaced --------------------------------------------------
+
+_CHANGE_VERB = re.compile(
+    r"\b(?:switch|chang|mov|went|go|migrat|upgrad|reschedul|shift|transfer|relocat|turn|swap"
+    r"|postpon|push)\w*",
+    re.IGNORECASE,
+)
+_EN_OLD: tuple[re.Pattern[str], ...] = (
+    re.compile(
+        r"\binstead\s+of\s+(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:!?]+?)(?:\s+(?:now|these\s+days))?\s*(?:[,.;:!?]|$)",
+        re.I,
+    ),
+    re.compile(
+        r"\breplac(?:ed|ing)\s+(?:my\s+|our\s+|the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:]+?)\s+(?:with|by)\s+",
+        re.I,
+    ),
+    re.compile(
+        r"\bswapp?(?:ed|ing)\s+(?:my\s+|our\s+|the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:]+?)\s+for\s+",
+        re.I,
+    ),
+    re.compile(
+        r"\btrad(?:ed|ing)\s+(?:in\s+)?(?:my\s+|our\s+|the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:]+?)\s+for\s+",
+        re.I,
+    ),
+    re.compile(
+        r"\btook\s+over\s+from\s+(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:]+?)(?:\s+as\b|\s*(?:[,.;:]|$))",
+        re.I,
+    ),
+    re.compile(r"\b(?:has\s+been\s+|was\s+)replaced\s+by\b(?P<old>)", re.I),
+    re.compile(
+        r"\bno\s+longer\s+(?:(?:use|see|go\s+to|train\s+at|work\s+(?:at|for|with)|drive|ride"
+        r"|visit|is|are|am|at|with|in|on|uses|sees|goes\s+to|drives|rides|have|has)\s+)?"
+        r"(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:!?]+?)\s*(?:[,.;:!?]|$)",
+        re.I,
+    ),
+    re.compile(
+        r"\b(?:sold|ditched|dropped|gave\s+up|got\s+rid\s+of|stopped\s+using|quit|cancell?ed"
+        r"|ended|terminated|unsubscribed\s+from|left|moved\s+away\s+from)\s+"
+        r"(?:my\s+|our\s+|the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:!?]+?)(?:\s+and\b|\s*(?:[,.;:!?]|$))",
+        re.I,
+    ),
+    re.compile(
+        r"\b(?:not|isn't|aren't)\s+(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:!?]+?)\s+any\s?more\b",
+        re.I,
+    ),
+)
+_EN_FROM_TO = re.compile(
+    r"\bfrom\s+(?:the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:]+?)\s+(?:to|into|for)\s+(?P<new>[^,.;:]+)",
+    re.I,
+)
+_ZH_OLD: tuple[re.Pattern[str], ...] = (
+    re.compile(
+        rf"不再(?:去|用|看|找|骑|坐|喝|吃|是|在|跟|让)?(?P<old>[^{_P}]+?)(?:那里|那儿|这里|这儿)?"
+        rf"(?:看牙|看病|理发|上班|上学)?了?(?:[{_P}]|$)"
+    ),
+    re.compile(
+        rf"从(?P<old>[^{_P}]+?)(?:改为|改成|换成|变成|变为|换到|改到|调到|搬到|转到|调整为|推迟到|提前到)"
+    ),
+    re.compile(rf"(?:^|[{_P}])(?P<old>[^{_P}]{{2,12}}?)不(?:用|去|看|坐|骑|喝)了"),
+)
+_OLD_LEAD = re.compile(r"^(?:the|my|our|a|an|his|her|their)\s+", re.IGNORECASE)
+
+
+@lru_cache(maxsize=8192)
+def old_values(text: str) -> tuple[str, ...]:
+    """The values a change names as replaced: "instead of Dr. Rao" -> Dr. Rao, "from
+    Tuesday to Thursday" -> Tuesday, "不再去何医生那里" -> 何医生."""
+    body = unicodedata.normalize("NFKC", text)
+    found = [m.group("old") for pattern in _EN_OLD for m in pattern.finditer(body)]
+    if _CHANGE_VERB.search(body) or _ZH_CUE.search(body):
+        found += [m.group("old") for m in _EN_FROM_TO.finditer(body)]
+    found += [m.group("old") for pattern in _ZH_OLD for m in pattern.finditer(body)]
+    cleaned = []
+    for value in found:
+        value = _OLD_LEAD.sub("", value.strip(" '\"")).strip()
+        if value and len(value) <= 60:
+            cleaned.append(value)
+    return tuple(dict.fromkeys(cleaned))
+
+
+# -- identifying tokens ----------------------------------------------------------------------
+
+_LATIN = re.compile(rf"[^\W_{HAN}]+(?:[-'.:][^\W_{HAN}]+)*")
+_NOT_NAMES = frozenset(
+    """i we you he she they it my our the a an this that these those from for to in on at
+    and but or so now then also still again instead dr mr mrs ms""".split()  # noqa: SIM905 - a word list reads better as text
+)
+
+
+@lru_cache(maxsize=8192)
+def identifiers(text: str, *, loose: bool = False) -> frozenset[str]:
+    """Words that pick one thing out, lower-cased: numbers and times, mixed tokens like
+    "S24", and capitalised words (names). A capitalised word at a sentence start may be
+    an ordinary word ("Deploys happen …"), so it counts only when a capitalised word
+    follows ("Li Wei is …"), unless `loose`."""
+    body = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
+    found: set[str] = set()
+    matches = list(_LATIN.finditer(body))
+    for i, match in enumerate(matches):
+        word = match.group().rstrip(".:").split("'")[0]
+        if not word or re.fullmatch(rf"[{HAN}]+", word) or word.lower() in _NOT_NAMES:
+            continue
+        if any(ch.isdigit() for ch in word):
+            found.add(_weekday(word.lower()))
+            continue
+        if not word[0].isupper():
+            continue
+        before = body[: match.start()].rstrip()
+        at_start = (not before or before[-1] in ".!?;:。！？；：,，") and not _TITLE_END.search(
+            before
+        )
+        following = matches[i + 1].group() if i + 1 < len(matches) else ""
+        if loose or not at_start or following[:1].isupper():
+            found.add(_weekday(word.lower()))
+    return frozenset(found)
+
+
+_TITLE_END = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Prof|St)\.$")
+
+
+def _weekday(word: str) -> str:
+    return word[:-1] if word.endswith("s") and word[:-1] in _WEEKDAYS else word
+
+
+@lru_cache(maxsize=8192)
+def mentions(text: str, value: str) -> bool:
+    """Does `text` state `value`? Latin: every identifying (else every) word of the value
+    is a word of the text; Chinese: the value's characters appear as written."""
+    norm = unicodedata.normalize("NFKC", text).lower()
+    value = unicodedata.normalize("NFKC", value).lower().strip()
+    if not value:
+        return False
+    if re.search(rf"[{HAN}]", value):
+        core = re.sub(rf"[^{HAN}\w]", "", value)
+        core = re.sub("^(?:每周|每天|每月|每)", "", core) if len(core) > 3 else core
+        return len(core) >= 2 and core in re.sub(rf"[^{HAN}\w]", "", norm)
+    words = identifiers(value, loose=True) or {
+        w.rstrip(".:") for w in _LATIN.findall(value) if w.rstrip(".:") not in _NOT_NAMES
+    }
+    text_words = {w.rstrip(".:") for w in _LATIN.findall(norm)}
+    text_words |= {w[:-1] for w in text_words if w.endswith("s")}  # Tuesdays -> tuesday
+    return bool(words) and words <= text_words
+
+
+_WEEKDAYS = frozenset(
+    ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+)
+
+
+# -- who a statement is about ------------------------------------------------------------------
+
+_RELATIONS = (
+    "wife husband partner spouse son daughter kid kids child children mother father mom mum "
+    "dad parents sister brother niece nephew grandma grandpa grandmother grandfather aunt "
+    "uncle cousin friend colleague coworker boss neighbour neighbor girlfriend boyfriend "
+    "太太 妻子 老婆 爱人 丈夫 老公 先生 儿子 女儿 孩子 妈妈 爸爸 母亲 父亲 姐姐 妹妹 哥哥 弟弟 "
+    "侄女 侄子 外甥 外甥女 奶奶 爷爷 外婆 外公 同事 朋友 邻居 表妹 表哥 表姐 表弟 舅舅 姑姑 阿姨"
+)
+_RELATION_WORDS = frozenset(_RELATIONS.split())
+RELATION_WORDS = frozenset(w for w in _RELATION_WORDS if w.isascii())
+_POSSESSIVE = re.compile(r"\b([A-Z][\w-]+)'s\b")
+_ZH_RELATION = re.compile(
+    "|".join(sorted((w for w in _RELATION_WORDS if not w.isascii()), key=len, reverse=True))
+)
+_ZH_NAME_OWNER = re.compile(rf"([{HAN}]{{2,4}}?)的")
+
+
+@lru_cache(maxsize=8192)
+def owners(text: str) -> frozenset[str]:
+    """The people other than the speaker a statement is about: relation words ("my
+    wife", 我女儿) and possessive names ("Priya's"). Empty: about the speaker or a thing."""
+    body = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
+    found = {w.lower() for w in re.findall(r"[A-Za-z]+", body) if w.lower() in _RELATION_WORDS}
+    found |= {m.lower() for m in _POSSESSIVE.findall(body)}
+    found |= set(_ZH_RELATION.findall(body)) - {"先生"}
+    return frozenset(found)
+
+
+_FIRST = re.compile(
+    r"^(?:(?:so|and|also|now|update|btw)[\s,]+)?(?:I|I'm|I've|we|we're|we've|my|our)\b|^我", re.I
+)
+_NAMED = re.compile(
+    r"^(?P<name>[A-Z][a-z][\w-]*(?:\s+[A-Z][a-z][\w-]*)?)(?:'s\b|\s+(?:now\s+|still\s+|just\s+)?"
+    r"(?:is|was|has|had|does|did|switched|moved|changed|started|stopped|quit|sold|bought|lives|works"
+    r"|drives|uses|prefers|sees|goes|takes|reports|leads|runs|drinks|eats|likes|loves|cuts|teaches"
+    r"|no\s+longer|replaced|swapped|took|got|became|left|joined)\b)"
+)
+
+
+@lru_cache(maxsize=8192)
+def speaker(text: str) -> str | None:
+    """Whom a statement is about as its grammatical subject: "me" for the speaker ("I
+    switched …", "our vet …", 我…), a lower-cased name for a person ("Anna switched …",
+    "Lucas is the lead …"), None when it does not say (a thing, a title)."""
+    body = unicodedata.normalize("NFKC", text).replace("\u2019", "'").strip()
+    if _FIRST.match(body):
+        return "me"
+    match = _NAMED.match(body)
+    if match and match.group("name").split()[0].lower() not in _NOT_NAMES | _THINGS:
+        return match.group("name").lower()
+    return None
+
+
+# capitalised sentence starts that are no person
+_THINGS = frozenset(["the", "this", "that", "rent", "deploys", "home", "for", "from"])
+
+
+# -- roles a person has -------------------------------------------------------------------------
+
+# (role, English names, Chinese role, Chinese names): a role named any of these ways is one
+# subject. Curated, small and general: the people one has one of at a time. A language
+# keeps its own key (牙医 and dentist stay two subjects, as the stored rows always were).
+_ROLE_TABLE: tuple[tuple[str, str, str, str], ...] = (
+    (
+        "hairdresser",
+        r"hairdresser|hair\s*stylist|stylist|barber|hair\s+salon"
+        r"|(?:person|guy|woman|man|lady|one)\s+who\s+(?:cuts|does)\s+my\s+hair"
+        r"|(?:cuts|does)\s+my\s+hair|(?:get|have|got)\s+my\s+hair\s+(?:cut|done)",
+        "理发师",
+        r"理发师|发型师|理发|剪头发|剪发|做头发",
+    ),
+    ("dentist", r"dentist|dental\s+surgeon", "牙医", r"牙医|牙科医生|看牙"),
+    (
+        "doctor",
+        r"family\s+doctor|family\s+physician|general\s+practitioner|\bGP\b|primary\s+care"
+        r"|physician|doctor|\bsee\s+Dr\b",
+        "医生",
+        r"家庭医生|全科医生|主治医生|医生",
+    ),
+    (
+        "manager",
+        r"line\s+manager|manager|boss|supervisor|reports?\s+to|reporting\s+to",
+        "领导",
+        r"领导|上司|老板|经理|主管|汇报",
+    ),
+    ("landlord", r"landlord|landlady|rent\s+from", "房东", r"房东"),
+    ("mechanic", r"mechanic|(?:fixes|services|repairs)\s+my\s+car", "修车师傅", r"修车师傅|修车"),
+    ("accountant", r"accountant|tax\s+advis[eo]r|does\s+my\s+taxes", "会计", r"会计|报税"),
+    ("therapist", r"therapist|counsell?or|psychologist", "心理医生", r"心理医生|咨询师"),
+    ("trainer", r"personal\s+trainer|fitness\s+coach", "健身教练", r"私教|健身教练"),
+    ("vet", r"\bvet\b|veterinarian", "兽医", r"兽医"),
+    ("lawyer", r"lawyer|attorney|solicitor", "律师", r"律师"),
+    ("babysitter", r"babysitter|nanny", "保姆", r"保姆"),
+    (
+        "project lead",
+        r"project\s+lead|project\s+manager|tech\s+lead|team\s+lead",
+        "负责人",
+        r"负责人",
+    ),
+)
+_ROLES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    pair
+    for en, en_names, zh, zh_names in _ROLE_TABLE
+    for pair in ((en, re.compile(en_names, re.IGNORECASE)), (zh, re.compile(zh_names)))
+)
+
+
+@lru_cache(maxsize=8192)
+def role_of(phrase: str) -> str | None:
+    """The role a phrase names ("the person who cuts my hair" -> hairdresser, 看牙 ->
+    牙医), or None. Earlier roles win (a dentist is no general doctor)."""
+    body = unicodedata.normalize("NFKC", phrase)
+    for role, pattern in _ROLES:
+        if pattern.search(body):
+            return role
+    return None
+
+
+# -- subjects beyond "my X is Y" ----------------------------------------------------------------
+
+_NAME = r"[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2}"
+_NOUNS = r"[a-z][\w'-]*(?:\s+[a-z0-9][\w'-]*){0,4}"
+_EN_MOVE = (
+    r"(?:has\s+been\s+|was\s+|is\s+|got\s+)?(?:moved|rescheduled|postponed|pushed\s+(?:back|out)"
+    r"|brought\s+forward|shifted|changed|switched)\s+(?:again\s+)?(?:to|from|until)"
+)
+_EN_SUBJECT_SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
+    # "Ana (now) reports to Li Wei" -> ana manager; "I report to Li" -> manager
+    (re.compile(rf"^(?P<who>{_NAME})\s+(?:now\s+|still\s+)?reports\s+to\b"), "{who} manager"),
+    (re.compile(r"^I\s+(?:now\s+|still\s+)?report\s+to\b", re.I), "manager"),
+    # "Sofia leads the Orion project", "Sofia took over from Lucas as project lead for Orion"
+    (
+        re.compile(
+            rf"^{_NAME}\s+(?:now\s+|still\s+)?(?:leads|runs|heads)\s+(?:the\s+)?(?P<thing>{_NAME})"
+            r"(?:\s+(?:project|team))?\b"
+        ),
+        "{thing} project lead",
+    ),
+    (
+        re.compile(
+            rf"^{_NAME}\s+(?:is|was|will\s+be|took\s+over|takes\s+over|has\s+taken\s+over)\b.*?"
+            rf"\b(?:the\s+)?(?P<role>[a-z]+\s+lead|lead|[a-z]+\s+manager)\s+(?:for|of|on)\s+"
+            rf"(?:the\s+)?(?P<thing>{_NAME})"
+        ),
+        "{thing} {role}",
+    ),
+    (
+        re.compile(
+            rf"^(?i:the\s+)?(?P<role>[a-z]+\s+lead|lead|[a-z]+\s+manager)\s+(?:for|of|on)\s+"
+            rf"(?:the\s+)?(?P<thing>{_NAME})\s+(?:is|was)\b"
+        ),
+        "{thing} {role}",
+    ),
+    # "Li Wei is Ana's manager"
+    (
+        re.compile(rf"^{_NAME}\s+(?:is|was)\s+(?:now\s+)?(?P<who>{_NAME})'s\s+(?P<what>{_NOUNS})$"),
+        "{who} {what}",
+    ),
+    # "Ms. Hall teaches my daughter piano" -> daughter piano teacher
+    (
+        re.compile(
+            rf"^{_NAME}\.?(?:\s+{_NAME})?\s+(?:now\s+|still\s+)?teaches\s+(?:my|our)\s+"
+            r"(?P<who>[a-z]+)\s+(?P<what>[a-z]+)\b"
+        ),
+        "{who} {what} teacher",
+    ),
+    # "from next week the standup is at 9:45"
+    (
+        re.compile(
+            rf"^(?:from|starting|as\s+of)\s+[\w\s]+?\s+the\s+(?P<subject>{_NOUNS}?)\s+(?:is|are|will\s+be)\b",
+            re.I,
+        ),
+        "{subject}",
+    ),
+    # "the standup moved to 10:30", "the offsite was rescheduled to 19 March"
+    (re.compile(rf"^(?:the|our|my)\s+(?P<subject>{_NOUNS}?)\s+{_EN_MOVE}\b", re.I), "{subject}"),
+    # "rent is now due on the 5th", "deploys happen on Thursdays": a lower-case noun
+    # phrase at the start, then a verb
+    (
+        re.compile(
+            rf"^(?:the\s+|our\s+|my\s+)?(?P<subject>{_NOUNS}?)\s+(?:is|are)\s+(?:now\s+|still\s+)?"
+            r"(?:due|held|scheduled|set|planned|on|at|every)\b",
+            re.I,
+        ),
+        "{subject}",
+    ),
+)
+# What a tool or choice is for: "I use Obsidian for notes", "for dashboards we are moving
+# from Grafana to Kibana", "Kibana is what we use for dashboards", "我写代码用 Neovim". The
+# purpose is the subject ("tool for notes"; with "as the cache", "cache for …"): a new
+# value for the same purpose replaces the old one, as any subject's does.
+_USE_VERBS = (
+    r"(?:(?:decided|agreed|chose|want|plan)\s+to\s+use|use|uses|am\s+using|are\s+using"
+    r"|'m\s+using|'re\s+using|picked|chose|selected"
+    r"|went\s+with|settled\s+on|switched\s+to|moved\s+to|rely\s+on|now\s+use)"
+)
+_PURPOSE = r"(?P<purpose>[A-Za-z][\w-]*(?:\s+[A-Za-z0-9][\w-]*){0,5}?)"
+_ROLE_AS = (
+    r"(?:\s+as\s+(?:the\s+|a\s+|an\s+|our\s+|my\s+)?(?P<role>[a-z][\w-]*(?:\s+[a-z][\w-]*){0,3}))?"
+)
+_FOR = r"\s+for\s+(?:the\s+|our\s+|my\s+|all\s+)?"
+_PURPOSE_SHAPES: tuple[re.Pattern[str], ...] = (
+    re.compile(
+        rf"^(?:I|we)\s+(?:now\s+|currently\s+|still\s+|mostly\s+|mainly\s+|have\s+|'ve\s+)*"
+        rf"{_USE_VERBS}\s+(?P<value>.+?){_ROLE_AS}{_FOR}{_PURPOSE}(?:\s+now)?$",
+        re.I,
+    ),
+    re.compile(
+        rf"^for\s+(?:the\s+|our\s+|my\s+)?{_PURPOSE},?\s+(?:I|we)(?:'re|'ve|\s+are|\s+have|\s+am)?"
+        r"\s+(?:now\s+)?(?:use|using|picked|chose|settled\s+on|went\s+with|switched\s+to"
+        r"|(?:moving|moved|switching|switched)\s+from\s+.+?\s+to|moved\s+to|going\s+with)"
+        r"\s+(?P<value>.+)$",
+        re.I,
+    ),
+    re.compile(rf"^(?P<value>.+?)\s+is\s+what\s+(?:I|we)\s+(?:now\s+)?use{_FOR}{_PURPOSE}$", re.I),
+    re.compile(rf"^(?:I|we)\s+no\s+longer\s+use\s+(?P<value>.+?){_FOR}{_PURPOSE}$", re.I),
+)
+_LATIN_VALUE = r"(?P<value>[A-Za-z][A-Za-z0-9.+#-]*(?:\s+[A-Za-z0-9][A-Za-z0-9.+#-]*){0,3})"
+_ZH_PURPOSE_SHAPES: tuple[re.Pattern[str], ...] = (
+    re.compile(
+        rf"^我们?(?:现在|平时|一般|目前|已经|都)*(?:改用|换用|用|使用)\s*{_LATIN_VALUE}\s*(?:来)?"
+        rf"(?P<purpose>[{HAN}]{{2,6}})$"
+    ),
+    re.compile(
+        rf"^我们?(?:现在|平时|一般|目前|都)*(?P<purpose>[{HAN}]{{2,6}}?)(?:都|也|现在)*"
+        rf"(?:改用|用的是|用|使用)\s*{_LATIN_VALUE}$"
+    ),
+)
+
+
+def purpose_of(clause: str) -> str | None:
+    """The purpose subject of a use/choice statement ("tool for notes", 用于写代码)."""
+    for pattern in _PURPOSE_SHAPES:
+        match = pattern.match(clause)
+        if match is not None:
+            purpose = match.group("purpose").lower()
+            role = (match.groupdict().get("role") or "tool").lower()
+            if purpose.split()[0] not in _NOT_PURPOSES and purpose not in _BROAD_PURPOSES:
+                return f"{role} for {purpose}"
+    for pattern in _ZH_PURPOSE_SHAPES:
+        match = pattern.match(clause)
+        if match is not None and match.group("purpose") not in _BROAD_PURPOSES:
+            return f"用于{match.group('purpose')}"
+    return None
+
+
+# "for now", "for a while": not what something is for
+_NOT_PURPOSES = frozenset(["now", "a", "the", "years", "months", "weeks", "ages", "a while", "me"])
+# purposes too broad to hold one tool: one uses a laptop and a chat app "for work"
+_BROAD_PURPOSES = frozenset(
+    """work home school fun travel travelling commuting everything business personal
+    private leisure study studying 工作 上班 办公 家里 在家 学习 平时 生活 娱乐""".split()  # noqa: SIM905
+)
+
+
+_ZH_SUBJECT_SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
+    # 我的理发师换人了，现在是小杨
+    (re.compile(rf"^(?:我的|我们的)?(?P<subject>[^{_P}]{{1,12}}?)换人了"), "{subject}"),
+    # 周会改成了每周二, 发布日从周三改为周五, 女儿的数学老师换成了孙老师
+    (
+        re.compile(
+            rf"^(?:我的|我们的)?(?P<subject>[^{_P}从]{{1,12}}?)(?:现在|已经|又)?(?:从[^{_P}]+?)?"
+            r"(?:改成了|改成|改为|改到了|改到|换成了|换成|调整为|调整到|推迟到|提前到|挪到|变成了|变成)"
+        ),
+        "{subject}",
+    ),
+    # 周会现在是…, 周会定在…
+    (
+        re.compile(
+            rf"^(?:我的|我们的)?(?P<subject>[^{_P}]{{1,8}}?)(?:现在|目前|如今)?(?:是|定在|定为|在)(?=[^{_P}]*\d|[^{_P}]*[周星礼上下中晚早])"
+        ),
+        "{subject}",
+    ),
+)
+
+
+@lru_cache(maxsize=8192)
+def subject_of(text: str) -> str | None:
+    """A subject for statements `memory.extraction.slot_of` has no shape for: who one
+    reports to, who leads what, what moved where ("the standup moved to 10:30"), 换人了,
+    改成了, and a role of the speaker's named anywhere ("Lea does my hair now")."""
+    body = unicodedata.normalize("NFKC", text).replace("\u2019", "'").strip()
+    body = re.sub(r"[\s。.!！]+$", "", body)
+    body = re.sub(r"^(?:so|and|also|update|btw|ok(?:ay)?)[\s,:]+", "", body, flags=re.I)
+    for clause in [body, *re.split(r"[;；:：]\s*", body)]:
+        clause = clause.strip()
+        purpose = purpose_of(clause)
+        if purpose is not None:
+            return purpose
+        for pattern, template in (*_EN_SUBJECT_SHAPES, *_ZH_SUBJECT_SHAPES):
+            match = pattern.match(clause)
+            if match is None:
+                continue
+            parts = {k: (v or "").strip() for k, v in match.groupdict().items()}
+            subject = template.format(**parts).strip().lower()
+            subject = _ZH_SUBJECT_LEAD.sub("", subject)
+            if (
+                len(subject) >= 2
+                and len(subject) <= 60
+                and subject not in _NOT_SUBJECTS
+                and not _ZH_NOT_SUBJECT.fullmatch(subject)
+            ):
+                return subject
+    return _speaker_role(body)
+
+
+_ZH_SUBJECT_LEAD = re.compile(r"^(?:我们的|我的|我们|我)?(?:现在|目前|如今|最近|已经|又)*")
+# what is left when a shape took a time word or a verb for a subject
+_ZH_NOT_SUBJECT = re.compile(r"[现在目前如今已经又都也就还再刚每天周月年]+|.*[在去用坐骑]")
+_NOT_SUBJECTS = frozenset(
+    {"it", "this", "that", "there", "he", "she", "they", "we", "i", "我", "我们"}
+)
+_SPEAKER_ROLE = re.compile(
+    r"\bmy\s+(?:new\s+|current\s+|regular\s+|usual\s+)?(?:family\s+)?(?P<en>[a-z]+(?:\s+[a-z]+)?)\b"
+    r"|(?:cuts|does)\s+my\s+hair|(?:get|have|got)\s+my\s+hair\s+(?:cut|done)|\bI\s+(?:now\s+)?see\s+Dr\b"
+    r"|给我(?:理发|剪头发|剪发|看牙|看病)|我(?:现在)?(?:去|找)(?:[^{P}]{1,6})(?:理发|剪头发|看牙)".replace(
+        "{P}", _P
+    ),
+    re.IGNORECASE,
+)
+
+
+def _speaker_role(body: str) -> str | None:
+    """The speaker's own role-holder a statement names (not someone else's: "Priya's
+    hairdresser" is hers). None when the statement is about another person."""
+    if owners(body):
+        return None
+    for match in _SPEAKER_ROLE.finditer(body):
+        role = role_of(match.group())
+        if role is not None:
+            return role
+    return None
+
+
+# generic qualifiers that do not make another subject: "daily standup" is the standup
+_GENERIC = frozenset(
+    """daily weekly monthly yearly regular usual normal main current team our my the new next
+    upcoming
+    morning family primary whole 每天 每日 每周 每月 日常 例行 团队 我们 公司 现在 平时
+    的""".split()  # noqa: SIM905
+)
+
+
+@lru_cache(maxsize=8192)
+def canonical_subject(subject: str | None) -> str | None:
+    """One spelling per subject: a role phrase becomes its role ("person who cuts my
+    hair" -> hairdresser; "ana manager" keeps its owner), generic qualifiers go
+    ("daily standup" -> standup, 每周的周会 -> 周会)."""
+    if not subject:
+        return None
+    body = unicodedata.normalize("NFKC", subject).lower().replace("'s ", " ").replace("-", "")
+    words = [w for w in body.split() if w != "s"]  # "daughter s piano teacher" (normalised)
+    body = " ".join(words)
+    if not words:
+        return None
+    role = role_of(body)
+    if role is not None:
+        owner = [w for w in words if not _role_part(w) and w not in _PREPOSITIONS]
+        if re.search(rf"[{HAN}]", body):  # 我太太 医生: the owner is what is left of the words
+            owner = [re.sub("^我的?", "", w) for w in owner]
+        return " ".join([*(w for w in owner if w), role])
+    kept = [w for w in words if w not in _GENERIC] or words
+    if len(kept) >= 3 and kept[-2] in _QUALIFYING and kept[-1].isascii():
+        kept = [kept[-1], *kept[:-2]]  # "internet provider at home" = "home internet provider"
+    joined = " ".join(kept)
+    if re.search(rf"[{HAN}]", joined):  # 我女儿 数学老师 = 女儿的数学老师
+        joined = re.sub(r"^我们?", "", re.sub(r"[\s的]", "", joined)) or joined
+        for generic in _ZH_GENERIC:
+            if joined.startswith(generic) and len(joined) > len(generic) + 1:
+                joined = joined[len(generic) :]
+                break
+    return joined or None
+
+
+_PREPOSITIONS = frozenset(["for", "of", "on", "at", "with", "in", "to"])
+_QUALIFYING = frozenset(["for", "of", "at", "in"])
+
+
+_ZH_GENERIC = ("每天", "每日", "每周", "每月", "日常", "例行", "团队", "公司")
+_ROLE_NOISE = frozenset(
+    """person guy woman man lady one who cuts does my hair get have got cut done see dr project
+    lead line family reports report to""".split()  # noqa: SIM905
+)
+
+
+def _role_part(word: str) -> bool:
+    return word in _ROLE_NOISE or word in _GENERIC or role_of(word) is not None
+
+
+# -- what a model is asked, and what its answer must be ----------------------------------------
+
+
+@dataclass(frozen=True)
+class Known:
+    """An active conclusion offered to the judge."""
+
+    id: str
+    text: str
+    kind: str
+    since: str
+
+
+class Judgement(BaseModel):
+    """The model's decision about a new conclusion (structured output)."""
+
+    decision: Literal["new", "restatement", "update", "unrelated"] = Field(
+        description="new: nothing stored is about it; restatement: the same as one stored; "
+        "update: a new value that replaces one stored; unrelated: stored ones are about "
+        "other things."
+    )
+    id: str | None = Field(
+        None, description="The id of the stored conclusion restated or replaced."
+    )
+    reason: str = Field("", max_length=400)
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: object) -> object:
+        return None if value in ("", "null", "none") else value
+
+
+# the response_format a server is asked for: plain types only (grammar-based servers)
+JUDGE_SCHEMA: dict[str, object] = {
+    "type": "object",
+    "properties": {
+        "decision": {"type": "string", "enum": list(ACTIONS)},
+        "id": {"type": "string", "description": "the id restated or replaced, or empty"},
+        "reason": {"type": "string"},
+    },
+    "required": ["decision", "id", "reason"],
+}
+
+
+JUDGE_PROMPT = """\
+You keep a user's long-term memory consistent. A new conclusion arrives; below are the
+stored conclusions most likely about the same thing, each with its id. Decide:
+- "update": the new one gives a new value for the same thing as one stored (it replaces it),
+- "restatement": it says the same as one stored, in other words,
+- "unrelated": the stored ones are about other things or other people,
+- "new": nothing is stored about it.
+A wrong merge loses a fact: if unsure, say "unrelated". Reply with JSON only:
+{"decision": "new|restatement|update|unrelated", "id": "the id, or null",
+ "reason": "one short sentence"}"""
+
+
+def judge_request(text: str, candidates: Sequence[Known]) -> str:
+    lines = [f"New conclusion: {text}", "", "Stored conclusions:"]
+    lines += [f"- id {c.id} ({c.kind}, since {c.since}): {c.text}" for c in candidates]
+    return "\n".join(lines)
+
+
+def parse_judgement(reply: str, candidates: Sequence[Known]) -> Judgement:
+    """The model's reply as a validated decision; ValueError when it is no JSON object,
+    does not validate, or names an id that was not offered (or none for a merge)."""
+    body = reply.strip()
+    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, re.DOTALL)
+    if fenced:
+        body = fenced.group(1)
+    try:
+        raw = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the decision is not JSON: {exc}") from exc
+    try:
+        judgement = Judgement.model_validate(raw)
+    except ValidationError as exc:
+        raise ValueError(f"the decision did not validate: {exc.errors()[0]['msg']}") from exc
+    offered = {c.id for c in candidates}
+    if judgement.decision in ("update", "restatement"):
+        if judgement.id not in offered:
+            raise ValueError(f"the decision names {judgement.id!r}, not one of the candidates")
+    elif judgement.id is not None and judgement.id not in offered:
+        raise ValueError(f"the decision names {judgement.id!r}, not one of the candidates")
+    return judgement
+
+
+# -- comparing a new statement with one stored ---------------------------------------------------
+
+_ZH_TAIL = re.compile(
+    rf"(?:是|为|成了|成|到|用|在|找|看)(?P<value>[^{_P}是为成到用在]{{2,12}}?)(?:了|上学|上班|写代码|看牙)?[{_P}]*$"
+)
+
+
+def same_value(old: str, new: str, subject: str | None) -> bool | None:
+    """For two statements about one subject: does the new one restate the old (True) or
+    give another value (False)? None: no evidence either way here (the caller's word
+    comparison decides). A value the new text says was replaced is a change; otherwise
+    the new text's identifying words (names, numbers) must all be in the old one."""
+    replaced = old_values(new)
+    if any(mentions(old, value) for value in replaced):
+        return False
+    named = set().union(*(identifiers(v, loose=True) for v in replaced)) if replaced else set()
+    about = set(unicodedata.normalize("NFKC", subject or "").lower().split())
+    fresh = {w for w in identifiers(new) - named - about if role_of(w) is None}
+    if fresh:
+        if fresh <= identifiers(old, loose=True):
+            return True
+        stated = {w for w in identifiers(old) if role_of(w) is None} - about
+        # the new text keeps every name and number of the old one and adds detail
+        return bool(stated) and not replaced and stated <= identifiers(new, loose=True)
+    # "Kofi cuts my hair": a capitalised first word may be a name (or an ordinary word:
+    # then it says nothing either way)
+    first = {
+        w
+        for w in identifiers(new, loose=True) - named - about
+        if role_of(w) is None and not _EN_CUE.fullmatch(w)
+    }
+    if first and first <= identifiers(old, loose=True):
+        return True
+    slot = slot_of(new)
+    tail = _ZH_TAIL.search(unicodedata.normalize("NFKC", new))
+    value = slot.value if slot is not None else (tail.group("value") if tail else "")
+    if value and re.search(rf"[{HAN}]", value):
+        if any(mentions(value, v) for v in old_values(old)):
+            return False
+        return mentions(old, value)
+    return None
+
+
+_NOT_CONTENT = frozenset(
+    """the and for with from that this have has had are was were been being will would now
+    still again instead these days new our your their his her its who what when where which
+    moved switched changed replaced swapped rescheduled longer any more anymore use used using
+    现在 如今 目前 已经 改成 换成 改为 不再""".split()  # noqa: SIM905
+)
+
+
+@lru_cache(maxsize=8192)
+def topic_words(text: str) -> frozenset[str]:
+    """Content words (and Chinese bigrams) that say what a statement is about."""
+    body = unicodedata.normalize("NFKC", text).lower()
+    words = set(re.findall(r"[a-z][a-z0-9'-]+", body))
+    for run in re.findall(rf"[{HAN}]+", body):
+        words.update(run[i : i + 2] for i in range(len(run) - 1))
+    return frozenset(
+        {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words} - _NOT_CONTENT
+    )
+
+
+_ASKED_TEACHER = re.compile(
+    r"^who\s+(?:teaches|is\s+teaching|tutors)\s+(?:my|our)\s+(?P<who>[a-z]+)\s+(?P<what>[a-z]+)\b",
+    re.I,
+)
+_ASKED_MANAGER = re.compile(rf"^who\s+does\s+(?P<who>{_NAME})\s+report\s+to\b")
+_ASKED_LEAD = re.compile(
+    rf"^who\s+(?:leads|runs|heads|is\s+leading)\s+(?:the\s+)?(?P<thing>{_NAME})", re.I
+)
+
+
+def asked_role(question: str) -> str | None:
+    """The subject a question names by a role or relation, for the questions
+    `memory.extraction.asked_subject` has no shape for: "who cuts my hair?"
+    (hairdresser), "谁给我理发？", "who does Ben report to?", "who teaches my son piano?"."""
+    body = unicodedata.normalize("NFKC", question).strip()
+    for pattern, template in (
+        (_ASKED_TEACHER, "{who} {what} teacher"),
+        (_ASKED_MANAGER, "{who} manager"),
+        (_ASKED_LEAD, "{thing} project lead"),
+    ):
+        match = pattern.match(body)
+        if match is not None:
+            parts = {k: v.lower() for k, v in match.groupdict().items()}
+            return canonical_subject(template.format(**parts))
+    return _speaker_role(body)
+
+
+# -- restating the new value of a change ---------------------------------------------------------
+
+_STOP_ZH = re.compile(r"[了的呢吧啊也都还就]")
+
+
+def restates_change(old: str, new: str) -> bool:
+    """Does `new` (no subject of its own) repeat the value a stored change set ("We
+    switched deploys from Tuesday to Thursday" / "Deploys happen on Thursdays";
+    "I replaced my Pixel 7 with an iPhone 15" / "I have an iPhone 15 now")? Every name
+    and number of the new text is a word of the old one, and what the old text has
+    beyond the new is only the value it says was replaced (so "Ben reports to Mark" does
+    not restate "Ana reports to Mark")."""
+    replaced = old_values(old)
+    if not replaced:
+        return False
+    gone = set().union(*(identifiers(v, loose=True) for v in replaced))
+    old_words = _words(old)
+    fresh = identifiers(new)
+    if fresh:
+        new_words = _words(new)
+        extra = identifiers(old, loose=True) - new_words - gone
+        return fresh <= old_words and not extra and not fresh & gone
+    # Chinese: the new text's bigrams all in the old text, none from the replaced value
+    a, b = _bigrams(without_cues(old)), _bigrams(without_cues(new))
+    replaced_bigrams = set().union(*(_bigrams(v) for v in replaced))
+    return len(b) >= 2 and b <= a and not b & replaced_bigrams
+
+
+def _words(text: str) -> set[str]:
+    words = {w.rstrip(".:").lower() for w in _LATIN.findall(unicodedata.normalize("NFKC", text))}
+    return words | {_weekday(w) for w in words} | {w[:-1] for w in words if w.endswith("s")}
+
+
+def _bigrams(text: str) -> set[str]:
+    found: set[str] = set()
+    for run in re.findall(rf"[{HAN}]+", _STOP_ZH.sub(" ", unicodedata.normalize("NFKC", text))):
+        found.update(run[i : i + 2] for i in range(len(run) - 1))
+    return found
+
+
+_ZH_CHANGED = re.compile(
+    r"(?:转学|搬家|换工作|跳槽|换人|换了[^\s，,]{0,4}|改了[^\s，,]{0,4}|变了|调岗|转岗|转行)了?$"
+)
+
+
+def two_clause_change(text: str) -> str | None:
+    """A change told in two clauses, who changed and then the new value ("我侄女转学了，
+    现在在第二中学上学"), as one statement of the new value ("我侄女在第二中学上学"), so
+    it can be compared with the stored statement frame by frame; None otherwise."""
+    body = unicodedata.normalize("NFKC", text).strip().rstrip("。.!！")
+    clauses = [c for c in re.split(r"[，,；;]", body) if c.strip()]
+    if len(clauses) < 2 or not re.search(rf"[{HAN}]", body):
+        return None
+    who = _ZH_CHANGED.sub("", clauses[0].strip())
+    if who == clauses[0].strip() or not who:
+        return None
+    return who + without_cues(clauses[-1].strip()).replace(" ", "")
+
+
+_NAME_RUN = re.compile(r"(?:[A-Z][\w+&-]*)(?:\s+[A-Z0-9][\w+&-]*)*")
+
+
+def _name_runs(text: str) -> list[frozenset[str]]:
+    body = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
+    runs = []
+    for match in _NAME_RUN.finditer(body):
+        words = frozenset(_plain(w) for w in match.group().split() if w.lower() not in _NOT_NAMES)
+        if words:
+            runs.append(words)
+    return runs
+
+
+def _plain(word: str) -> str:
+    """A name word compared loosely: lower case, no clitic, no plural ("Thursdays")."""
+    word = word.lower().split("'")[0]
+    return word[:-1] if word.endswith("s") and len(word) > 3 else word
+
+
+def other_context(old: str, new: str, replaced: str) -> bool:
+    """Do the two statements name different contexts besides the value that changed?
+    "Kafka is our message queue for Orion" and "For Vega we switched from Kafka to NATS"
+    are about two projects: the old row keeps a name (Orion) the new one lacks while the
+    new one names a context of its own (Vega) beside its value. Extra detail on one side
+    only ("Dr. Lindqvist at the Harbour Clinic" / "… Dr. Moreau instead of Dr.
+    Lindqvist") is no other context."""
+    gone = {_plain(w) for w in identifiers(replaced, loose=True)}
+    new_words = {w for run in _name_runs(new) for w in run}
+    old_left = [run for run in _name_runs(old) if not run & gone]
+    new_left = [run for run in _name_runs(new) if not run & gone]
+    missing = [run for run in old_left if not run & new_words]
+    return bool(missing) and len(new_left) >= 2
