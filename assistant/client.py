@@ -24,7 +24,7 @@ from typing import Any
 from assistant.errors import CommandError
 from assistant.events import TurnEvent, from_dict
 from assistant.paths import data_home as data_home  # re-exported: the CLI resolves it here
-from memory.lock import Owner, live_owner, waiting_daemon
+from memory.lock import Owner, live_owner, pid_alive, waiting_daemon
 
 API_FILE = "api.json"
 TOKEN_FILE = "api.token"
@@ -81,20 +81,6 @@ LONG_OPERATIONS = frozenset(
         "served_call",
     }
 )
-
-
-def pid_alive(pid: int) -> bool:
-    if os.name == "nt":  # os.kill(pid, 0) would send CTRL_C_EVENT there: let /health decide
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OSError:
-        return False
-    return True
 
 
 def _query_value(value: Any) -> str:

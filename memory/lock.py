@@ -46,8 +46,9 @@ def process_start(pid: int) -> str | None:
     return fields[19].decode("ascii") if len(fields) > 19 else None
 
 
-def _pid_alive(pid: int) -> bool:
-    if os.name == "nt":  # os.kill(pid, 0) would send CTRL_C_EVENT there
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this PID exists (its start time says whether it is ours)."""
+    if os.name == "nt":  # os.kill(pid, 0) would send CTRL_C_EVENT there: let /health decide
         return True
     try:
         os.kill(pid, 0)
@@ -78,7 +79,7 @@ class Owner:
     @property
     def alive(self) -> bool:
         """The very process recorded: alive, and (where /proc tells) started when recorded."""
-        if self.pid <= 0 or not _pid_alive(self.pid):
+        if self.pid <= 0 or not pid_alive(self.pid):
             return False
         if self.started is None or not Path("/proc/self/stat").exists():
             return True
