@@ -185,6 +185,7 @@ def run_turn(turn: Turn) -> TurnOutcome:
     turn.recorder.turn_started(turn)
     state.append({"role": "user", "content": turn.user_text}, persist=False)
     tools = turn.runner.registry.definitions(turn.tool_groups)
+    state.tool_names = _names(tools)
     try:
         while (stop := budget.before_request()) is None:
             reply = state.request(tools)
@@ -228,7 +229,7 @@ class _TurnState:
         self.usage = Usage()
         self.grounding: GroundingCheck | None = None
         self.notes: list[str] = []  # our internal notes sent this turn: never shown
-        self.tool_names = turn.runner.registry.names()  # their call syntax is never shown
+        self.tool_names: list[str] = []  # the offered tools: their call syntax never shown
         self.truncated = False
         self.compacted = False
 
