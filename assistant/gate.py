@@ -11,9 +11,11 @@ endpoint can take more.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from assistant.errors import ModelTimeout
 from assistant.model import ChatModel, Message, ModelReply
 
 GATED_CALLS = ("complete_json",)  # besides `complete`, every call that sends a request
@@ -38,21 +40,43 @@ class GatedModel:
         on_delta: Callable[[str], None] | None = None,
     ) -> ModelReply:
         streaming = {} if on_delta is None else {"on_delta": on_delta}
-        with self._slots:
+        left = self._enter(timeout_s)
+        try:
             return self.inner.complete(
-                messages, tools, temperature=temperature, timeout_s=timeout_s, **streaming
+                messages, tools, temperature=temperature, timeout_s=left, **streaming
             )
+        finally:
+            self._slots.release()
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self.inner, name)
         if name in GATED_CALLS:  # structured requests take a slot too
 
             def gated(*args: Any, **kwargs: Any) -> Any:
-                with self._slots:
+                left = self._enter(kwargs.get("timeout_s"))
+                if left is not None:
+                    kwargs["timeout_s"] = left
+                try:
                     return value(*args, **kwargs)
+                finally:
+                    self._slots.release()
 
             return gated
         return value
+
+    def _enter(self, timeout_s: float | None) -> float | None:
+        """Take a slot within the caller's budget; what is left of it for the request
+        (the wait counts: a turn stays inside `turn_timeout_s`)."""
+        if timeout_s is None:
+            self._slots.acquire()
+            return None
+        started = time.monotonic()
+        if not self._slots.acquire(timeout=timeout_s):
+            raise ModelTimeout(
+                f"waited {timeout_s:.3g} s for the model endpoint: {self.limit} request(s) "
+                "of ours still running there ([model] max_in_flight)"
+            )
+        return max(timeout_s - (time.monotonic() - started), 0.05)
 
 
 def gated(model: ChatModel, limit: int) -> ChatModel:

@@ -124,6 +124,21 @@ def test_a_cloud_endpoint_can_have_more_in_flight(server, tmp_path):
     assert server.most_in_flight == 3
 
 
+def test_the_wait_for_the_slot_counts_against_the_callers_budget(server):
+    from assistant.gate import GatedModel
+
+    server.script(slow("the memory work's reply", 1.5), completion("never sent"))
+    model = GatedModel(model_for(server), 1)
+    holder = threading.Thread(target=model.complete, args=(ASK, None), kwargs={
+        "temperature": 0, "timeout_s": WAIT_S})
+    holder.start()
+    wait_for(lambda: server.in_flight == 1, "the first request")
+    with pytest.raises(ModelTimeout, match="max_in_flight"):
+        model.complete(ASK, None, temperature=0, timeout_s=0.3)
+    holder.join(WAIT_S)
+    assert len(server.requests) == 1  # the turn out of time sent nothing
+
+
 # -- 2. the first byte has its own bound ----------------------------------------------------
 
 
