@@ -80,7 +80,8 @@ class GatedModel:
 
 
 def gated(model: ChatModel, limit: int) -> ChatModel:
-    """`model` behind a gate of `limit`, unless it already is behind one."""
-    if isinstance(model, GatedModel):
+    """`model` behind a gate of `limit`, unless it already is behind one or runs in this
+    process (the offline planner, a test double: no endpoint to protect, no slot to pay)."""
+    if isinstance(model, GatedModel) or not getattr(model, "remote", False):
         return model
     return GatedModel(model, limit)

@@ -45,6 +45,9 @@ _TAGGED_CALL = re.compile(
     r"<(tool_call|function_call|tools?)>.*?(?:</\1>|\Z)|<\|python_tag\|>.*", re.S | re.I
 )
 _CALL_KEYS = ("arguments", "parameters", "args")
+# Every form below needs one of these: a JSON object or list, a tag, or `NAME:`.
+_CALL_MARKS = ("{", "[", "<", ":")
+_EXTRA_BLANK_LINES = re.compile(r"\n{3,}")
 
 
 def without_tool_call_syntax(answer: str, tool_names: Sequence[str] = ()) -> str:
@@ -52,6 +55,8 @@ def without_tool_call_syntax(answer: str, tool_names: Sequence[str] = ()) -> str
     it could not make, e.g. once tools are no longer offered): `<tool_call>…</tool_call>`,
     `functions.NAME:` or a line naming one of our tools followed by a JSON object, and a
     JSON object shaped like a call (`{"name": …, "arguments": …}`) standing alone."""
+    if not any(mark in answer for mark in _CALL_MARKS):  # the common answer: no call syntax
+        return _EXTRA_BLANK_LINES.sub("\n\n", answer).strip()
     text = _TAGGED_CALL.sub("", answer)
     names = "|".join(re.escape(name) for name in sorted(tool_names, key=len, reverse=True))
     head = r"functions\.[\w.-]+" + (f"|(?:{names})" if names else "")
@@ -66,7 +71,7 @@ def without_tool_call_syntax(answer: str, tool_names: Sequence[str] = ()) -> str
     if names:  # a lone line naming a tool as a call (`functions.calc_evaluate:`)
         cleaned = re.sub(rf"(?m)^[ \t]*(?:functions\.)?(?:{names})[ \t]*:[ \t]*$", "", cleaned)
     cleaned = re.sub(r"(?m)^[ \t]*functions\.[\w.-]+[ \t]*:[ \t]*$", "", cleaned)
-    return re.sub(r"\n{3,}", "\n\n", cleaned).strip()
+    return _EXTRA_BLANK_LINES.sub("\n\n", cleaned).strip()
 
 
 def _next_call(text: str, position: int, marker: re.Pattern[str]) -> tuple[int, int] | None:
