@@ -358,8 +358,7 @@ class OpenAIChatModel:
                     completion = self._client.chat.completions.create(**request, timeout=timeout)
                 except ValueError as exc:  # a 200 whose body is cut short or is not JSON
                     raise ModelReplyError(
-                        f"{self._where} gave an unusable reply: the body is not valid JSON "
-                        f"({exc})"
+                        f"{self._where} gave an unusable reply: the body is not valid JSON ({exc})"
                     ) from exc
                 return self._whole_reply(completion, messages, on_delta)
             stream = self._client.chat.completions.create(**request, timeout=timeout)

@@ -85,8 +85,11 @@ def test_the_daemon_sends_one_request_at_a_time_by_default(server):
         server.script(*[slow("ok", 0.3)] * 3)
         model = daemon.assistant.model
         workers = [
-            threading.Thread(target=model.complete, args=(ASK, None), kwargs={
-                "temperature": 0, "timeout_s": WAIT_S})
+            threading.Thread(
+                target=model.complete,
+                args=(ASK, None),
+                kwargs={"temperature": 0, "timeout_s": WAIT_S},
+            )
             for _ in range(3)
         ]
         for worker in workers:
@@ -111,8 +114,11 @@ def test_a_cloud_endpoint_can_have_more_in_flight(server, tmp_path):
 
         server.script(answer, answer, answer)
         workers = [
-            threading.Thread(target=assistant.model.complete, args=(ASK, None), kwargs={
-                "temperature": 0, "timeout_s": WAIT_S})
+            threading.Thread(
+                target=assistant.model.complete,
+                args=(ASK, None),
+                kwargs={"temperature": 0, "timeout_s": WAIT_S},
+            )
             for _ in range(3)
         ]
         for worker in workers:
@@ -129,8 +135,9 @@ def test_the_wait_for_the_slot_counts_against_the_callers_budget(server):
 
     server.script(slow("the memory work's reply", 1.5), completion("never sent"))
     model = GatedModel(model_for(server), 1)
-    holder = threading.Thread(target=model.complete, args=(ASK, None), kwargs={
-        "temperature": 0, "timeout_s": WAIT_S})
+    holder = threading.Thread(
+        target=model.complete, args=(ASK, None), kwargs={"temperature": 0, "timeout_s": WAIT_S}
+    )
     holder.start()
     wait_for(lambda: server.in_flight == 1, "the first request")
     with pytest.raises(ModelTimeout, match="max_in_flight"):
