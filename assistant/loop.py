@@ -12,6 +12,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
+from concurrent import futures
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -454,8 +455,9 @@ def _complete(
 
     if not cancel.is_set():
         threading.Thread(target=request, name="model-request", daemon=True).start()
-        while not answer.done() and not cancel.wait(0.05):
-            pass
+        # wakes the moment the reply is there; looks at the cancel every 50 ms
+        while not cancel.is_set() and not futures.wait([answer], timeout=0.05).done:
+            continue
     if answer.done():
         return answer.result()
     raise ModelCancelled("the turn was cancelled while the model was answering")

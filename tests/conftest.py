@@ -102,6 +102,20 @@ def fake_openai() -> Iterator[FakeOpenAI]:
         server.close()
 
 
+def point_at(monkeypatch: pytest.MonkeyPatch, fake: FakeOpenAI) -> None:
+    """Configure the product (through its environment) to talk to the fake endpoint."""
+    monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    monkeypatch.setenv("ASSISTANT_MODEL", "fake-model")
+
+
+@pytest.fixture
+def fake_endpoint(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> FakeOpenAI:
+    """The fake endpoint, with the product's environment pointed at it."""
+    point_at(monkeypatch, fake_openai)
+    return fake_openai
+
+
 MakeAssistant = Callable[..., Assistant]
 
 
@@ -125,10 +139,7 @@ def make_assistant(request, monkeypatch) -> Iterator[MakeAssistant]:
         **limits: Any,
     ) -> Assistant:
         if model is None:
-            fake: FakeOpenAI = request.getfixturevalue("fake_openai")
-            monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
-            monkeypatch.setenv("OPENAI_API_KEY", "test")
-            monkeypatch.setenv("ASSISTANT_MODEL", "fake-model")
+            point_at(monkeypatch, request.getfixturevalue("fake_openai"))
         settings = load_settings()
         if home is not None:
             settings.home = home

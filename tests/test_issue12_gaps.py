@@ -31,14 +31,9 @@ def wait_for(condition: Any, what: str) -> None:
 
 
 @pytest.fixture
-def server(monkeypatch, tmp_path):
-    fake = FakeOpenAI()
-    monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "test")
-    monkeypatch.setenv("ASSISTANT_MODEL", "fake-model")
+def server(fake_endpoint, tmp_path):
     (tmp_path / "config.toml").write_text("[model]\nmax_retries = 0\n", encoding="utf-8")
-    yield fake
-    fake.close()
+    return fake_endpoint
 
 
 def slow(text: str, seconds: float = 0.4) -> Any:

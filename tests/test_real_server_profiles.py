@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 import pytest
-from fake_openai import FakeOpenAI, calls, completion, http_error
+from fake_openai import calls, completion, http_error
 
 from assistant.app import Assistant
 from assistant.config import load_settings
@@ -20,13 +20,8 @@ from tools.calc import calc_evaluate
 
 
 @pytest.fixture
-def server(monkeypatch):
-    fake = FakeOpenAI()
-    monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "test")
-    monkeypatch.setenv("ASSISTANT_MODEL", "fake-model")
-    yield fake
-    fake.close()
+def server(fake_endpoint):
+    return fake_endpoint
 
 
 @pytest.fixture

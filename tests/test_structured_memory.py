@@ -18,13 +18,8 @@ from tools.calc import calc_evaluate
 
 
 @pytest.fixture
-def server(monkeypatch):
-    fake = FakeOpenAI()
-    monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "test")
-    monkeypatch.setenv("ASSISTANT_MODEL", "fake-model")
-    yield fake
-    fake.close()
+def server(fake_endpoint):
+    return fake_endpoint
 
 
 @pytest.fixture

@@ -717,7 +717,7 @@ class Journal:
                 elif current != before:
                     problem = f"{entry['path']} and {entry['new_path']} were left as found"
             elif current == before:
-                pass
+                pass  # nothing of this write happened: nothing to undo
             elif (current is None and after_hash is None) or (
                 current is not None and bytes_hash(current) == after_hash
             ):
