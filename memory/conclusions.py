@@ -37,6 +37,7 @@ from memory.db import Database, Migrations
 from memory.extraction import Slot, asked_subject, slot_of, usage_of
 from memory.index import HybridIndex, Vectors, Weights
 from memory.instructions import InstructionRefused, instruction_to_assistant
+from memory.sameness import near, restates
 from memory.reconcile import (
     RELATION_WORDS,
     Judgement,
@@ -49,6 +50,7 @@ from memory.reconcile import (
     old_values,
     other_context,
     owners,
+    reverted_to,
     restates_change,
     same_value,
     speaker,
@@ -85,6 +87,8 @@ JUDGE_CANDIDATES = 5
 # recall: among rows about one subject, a newer row goes first when it scores within this
 # much of an older one (fused scores run 0..fts+vector weights)
 RECENCY_TIE = 0.15
+# the share of a replaced row's recall score its successor gets (`_inherited`)
+INHERITED = 0.9
 
 migrations = Migrations("conclusions")
 
@@ -203,6 +207,9 @@ class Remembered:
     action: Literal["created", "restated", "superseded"]
     previous: Conclusion | None = None
     decision: Decision | None = None
+    # other active rows that stated the replaced value (restatements of `previous`),
+    # replaced with it
+    also_replaced: tuple[Conclusion, ...] = ()
 
 
 # a judge sees the new text and the candidates; it returns its decision or raises
@@ -319,11 +326,24 @@ class ConclusionStore:
         if as_of is not None:
             clauses += " AND o.valid_from <= ? AND (o.valid_to IS NULL OR o.valid_to > ?)"
             params = [*params, as_of, as_of]
+        # the current values only: a replaced row still names what the thing is ("I go to
+        # the FitHub gym"), the row replacing it may not ("I cancelled FitHub and now train
+        # at Basic-Fit"), so a replaced row that matches lends its score to its successor
+        inherit = as_of is None and tuple(statuses) == ("active",)
+        where, where_params = (
+            _filters(kinds, tags, ("active", "superseded"), since, until)
+            if inherit
+            else (clauses, params)
+        )
         asked = asked_subject(query) or asked_role(query)
         depth = max(k * 4, 20) if asked else k
-        hits = self.index.search(query, depth, where=clauses, params=params, weights=weights)
+        hits = self.index.search(
+            query, depth + (k if inherit else 0), where=where, params=where_params, weights=weights
+        )
         scores = {hit.id: hit.score for hit in hits}
         similarities = {hit.id: hit.similarity for hit in hits}
+        if inherit:
+            scores, similarities = self._inherited(scores, similarities, clauses, params)
         if asked:
             for row in self.database.query(
                 f"SELECT id FROM conclusions o WHERE o.subject = ? AND ({clauses}) "
@@ -342,6 +362,45 @@ class ConclusionStore:
                 conclusion.similarity = similarities.get(doc_id)
                 found.append(conclusion)
         return _ordered(_speaker_first(found, query), asked)[:k]
+
+    def _inherited(
+        self,
+        scores: dict[str, float],
+        similarities: dict[str, float | None],
+        clauses: str,
+        params: list[Any],
+    ) -> tuple[dict[str, float], dict[str, float | None]]:
+        """Hits on replaced rows moved to the active rows that replaced them (following
+        the chain), at `INHERITED` of their score unless the successor scores higher on
+        its own; successors outside the recall's filters are left out."""
+        replaced = [
+            row
+            for row in self._get_many(scores).values()
+            if row.status == "superseded" and row.superseded_by
+        ]
+        if not replaced:
+            return scores, similarities
+        heads: dict[str, str] = {}
+        for row in replaced:
+            current, seen = row, {row.id}
+            while current.status == "superseded" and current.superseded_by not in seen:
+                newer = self.get(current.superseded_by or "")
+                if newer is None:
+                    break
+                seen.add(newer.id)
+                current = newer
+            heads[row.id] = current.id
+        allowed = self.index.filter_ids(list(set(heads.values())), clauses, params)
+        out, sims = {}, dict(similarities)
+        for doc_id, score in scores.items():
+            head = heads.get(doc_id)
+            if head is None:
+                out[doc_id] = max(out.get(doc_id, score), score)
+                continue
+            sims.pop(doc_id, None)
+            if head in allowed:
+                out[head] = max(out.get(head, 0.0), scores.get(head, 0.0), score * INHERITED)
+        return out, sims
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -423,20 +482,40 @@ class ConclusionStore:
             ),
             *self.index.write_statements(new.id, new.text),
         ]
-        if existing is not None:
+        also = self._restatements(existing, text) if existing is not None else []
+        for old in [existing, *also] if existing is not None else []:
             statements.append(
                 (
                     "UPDATE conclusions SET status = 'superseded', valid_to = ?, updated_at = ?, "
                     "superseded_by = ? WHERE id = ?",
-                    (now, now, new.id, existing.id),
+                    (now, now, new.id, old.id),
                 )
             )
         self.database.write_many(statements)
         self.index.embed([new.id], [new.text])
         if existing is not None:
             previous = self.get(existing.id)
-            return Remembered(new, "superseded", previous, decision)
+            replaced = tuple(row for row in self._get_many(r.id for r in also).values())
+            return Remembered(new, "superseded", previous, decision, replaced)
         return Remembered(new, "created", None, decision)
+
+    def _restatements(self, row: Conclusion, text: str | None = None) -> list[Conclusion]:
+        """Other active rows of the same kind that state what `row` states (a
+        restatement stored as a row of its own, `memory.sameness.restates`), and none
+        that `text` (the statement replacing it) restates: a value replaced or forgotten
+        goes in every wording it was stored in."""
+        where = "o.status = 'active' AND o.kind = ? AND o.id != ?"
+        similar = self.index.similar(row.text, CANDIDATES, where=where, params=[row.kind, row.id])
+        by_id = self._get_many(doc_id for doc_id, _ in similar)
+        found = []
+        for doc_id, similarity in similar:
+            other = by_id.get(doc_id)
+            if other is None or not restates(row.text, other.text, similarity):
+                continue
+            if text is not None and _normalised(other.text) == _normalised(text):
+                continue
+            found.append(other)
+        return found
 
     def _match(
         self, text: str, kind: str, subject: str | None
@@ -484,7 +563,11 @@ class ConclusionStore:
         if named is not None:
             old, value = named
             return old, "supersede", f"the change names the replaced value {value!r}"
-        candidates = []
+        back = self._reverted(text, kind)
+        if back is not None:
+            old, value = back
+            return old, "supersede", f"goes back to {value!r}, which the stored change replaced"
+        candidates, near_rows = [], []
         similar = self.index.similar(text, CANDIDATES, where="o.status = 'active'")
         by_id = self._get_many(doc_id for doc_id, _ in similar)
         cue = change_cue(text)
@@ -496,6 +579,8 @@ class ConclusionStore:
             if keys & old_keys:  # a row stored before its subject was known
                 verdict = self._restate_or_supersede(old, text, subject)
                 return old, verdict, "same subject (stated by the stored text)"
+            if old.kind == kind and _may_share(keys, old_keys):
+                near_rows.append((old, similarity))
             if keys and old_keys:
                 continue  # about different subjects
             if (
@@ -536,6 +621,11 @@ class ConclusionStore:
                 and _value_change(old.text, joined, cued=True)
             ):
                 return old, "supersede", "who changed, then the new value in the same frame"
+        for old, similarity in near_rows:  # the statements' parts (memory.sameness)
+            judged = near(old.text, text, similarity)
+            if judged is not None:
+                action, why = judged
+                return old, "supersede" if action == "update" else "restate", why
         slot = slot_of(text)
         if slot is not None and subject is None:
             old, verdict = self._typed_match(text, kind, slot)
@@ -559,10 +649,20 @@ class ConclusionStore:
                 and _same_speaker(who, speaker(row.text), value)
                 and not other_context(row.text, text, value)
             ]
-            if keys and _normalised(value) not in keys:  # "replaced my Pixel 7 with …"
-                rows = [row for row in rows if _may_share(keys, _keys(row.subject, row.text))]
+            if keys and _normalised(value) not in keys:
+                # "replaced my Pixel 7 with …": the row about the same subject, and never one
+                # about a subject of the same kind told apart (星河计划 / 白鹭项目的数据库); a
+                # subject sharing no word may be a paraphrase ("the person treating my knee")
+                rows = [
+                    row
+                    for row in rows
+                    if _may_share(keys, other := _keys(row.subject, row.text))
+                    or (len(rows) == 1 and not _words_shared(keys, other))
+                ]
             if len(rows) == 1:
                 return rows[0], value
+            if rows and {r.id for r in rows[1:]} <= {r.id for r in self._restatements(rows[0])}:
+                return rows[0], value  # one fact stored twice: the sweep replaces both
             value_words = topic_words(value)
             shared = sorted(
                 ((len((topic_words(row.text) - value_words) & new_topic), row) for row in rows),
@@ -570,6 +670,24 @@ class ConclusionStore:
             )
             if len(shared) > 1 and shared[0][0] >= 1 and shared[0][0] > shared[1][0]:
                 return shared[0][1], value
+        return None
+
+    def _reverted(self, text: str, kind: str) -> tuple[Conclusion, str] | None:
+        """The one active row whose change replaced the value this text goes back to
+        ("I switched from Neovim to VS Code" / "I went back to Neovim"), about the same
+        people."""
+        for value in reverted_to(text):
+            hits = self.index.search(value, 2 * CANDIDATES, where="o.status = 'active'")
+            rows = [
+                row
+                for row in self._get_many(hit.id for hit in hits).values()
+                if row.kind == kind
+                and owners(row.text) == owners(text)
+                and any(mentions(replaced, value) for replaced in old_values(row.text))
+                and _same_speaker(speaker(text), speaker(row.text), value)
+            ]
+            if len(rows) == 1:
+                return rows[0], value
         return None
 
     def _judged(self, text: str, kind: str, subject: str | None, rules: Decision) -> Decision:
@@ -703,15 +821,63 @@ class ConclusionStore:
         return Remembered(updated, "restated")
 
     def forget(self, conclusion_id: str, *, now: float | None = None) -> Conclusion | None:
+        """Retire a conclusion (and what `linked` finds with it); None if there is none
+        to retire. `forget_with` also returns the linked rows."""
+        done = self.forget_with(conclusion_id, now=now)
+        return done[0] if done else None
+
+    def forget_with(self, conclusion_id: str, *, now: float | None = None) -> list[Conclusion]:
+        """Retire a conclusion and the rows that would otherwise answer in its place:
+        other rows stating the same fact (retired too) and older active values of the
+        same thing whose replacement was missed (superseded by it, as they should have
+        been). The retired row first; [] when there is nothing to retire."""
         now = time.time() if now is None else now
         existing = self.get(conclusion_id)
         if existing is None or existing.status == "retired":
-            return None
-        self.database.write(
-            "UPDATE conclusions SET status = 'retired', valid_to = ?, updated_at = ? WHERE id = ?",
-            (now, now, conclusion_id),
+            return []
+        same, older = self.linked(existing) if existing.status == "active" else ([], [])
+        retire = (
+            "UPDATE conclusions SET status = 'retired', valid_to = ?, updated_at = ? WHERE id = ?"
         )
-        return self.get(conclusion_id)
+        statements: list[tuple[str, tuple[Any, ...]]] = [
+            (retire, (now, now, row.id)) for row in [existing, *same]
+        ]
+        statements += [
+            (
+                "UPDATE conclusions SET status = 'superseded', valid_to = ?, updated_at = ?, "
+                "superseded_by = ? WHERE id = ? AND status = 'active'",
+                (existing.valid_from, now, existing.id, row.id),
+            )
+            for row in older
+        ]
+        self.database.write_many(statements)
+        ids = [existing.id, *(row.id for row in same), *(row.id for row in older)]
+        by_id = self._get_many(ids)
+        return [by_id[i] for i in ids if i in by_id]
+
+    def linked(self, row: Conclusion) -> tuple[list[Conclusion], list[Conclusion]]:
+        """What forgetting `row` takes with it: active rows stating the same fact
+        (`_restatements`), and older active rows it should have replaced (an update the
+        rules missed: `_conflict`, or `memory.sameness.near`)."""
+        same = self._restatements(row)
+        skip = {row.id, *(r.id for r in same)}
+        where = "o.status = 'active' AND o.kind = ? AND o.valid_from < ?"
+        similar = self.index.similar(
+            row.text, CANDIDATES, where=where, params=[row.kind, row.valid_from]
+        )
+        by_id = self._get_many(doc_id for doc_id, _ in similar)
+        keys = _keys(row.subject, row.text)
+        older = []
+        for doc_id, similarity in similar:
+            old = by_id.get(doc_id)
+            if old is None or old.id in skip:
+                continue
+            judged = near(old.text, row.text, similarity)
+            if _conflict(old, row, _keys(old.subject, old.text), keys) or (
+                judged is not None and judged[0] == "update"
+            ):
+                older.append(old)
+        return same, older
 
     def restore(self, conclusion_id: str, *, now: float | None = None) -> Conclusion | None:
         """Undo `forget`, or a supersede: the row is active again (None if it is neither
@@ -1131,6 +1297,21 @@ def _may_share(keys: set[str], other: set[str]) -> bool:
             if shared - {a.split()[-1]} or shared - {b.split()[-1]}:
                 return True
     return False
+
+
+def _words_shared(keys: set[str], other: set[str]) -> bool:
+    """Do two sets of subject keys have a word (or, in Chinese, two characters) in common?"""
+    words = {w for key in keys for w in key.split()}
+    other_words = {w for key in other for w in key.split()}
+    if words & other_words:
+        return True
+    han = {
+        key[i : i + 2]
+        for key in keys
+        for i in range(len(key) - 1)
+        if re.match(f"[{HAN}]{{2}}", key[i : i + 2])
+    }
+    return any(pair in key for key in other for pair in han)
 
 
 def _stated_subject(text: str) -> str | None:

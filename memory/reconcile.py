@@ -32,7 +32,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from memory.extraction import slot_of
-from memory.text import HAN
+from memory.text import HAN, zh_words
 
 Action = Literal["new", "restatement", "update", "unrelated"]
 ACTIONS: tuple[str, ...] = ("new", "restatement", "update", "unrelated")
@@ -93,7 +93,7 @@ _EN_OLD: tuple[re.Pattern[str], ...] = (
         re.I,
     ),
     re.compile(
-        r"\breplac(?:ed|ing)\s+(?:my\s+|our\s+|the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:]+?)\s+(?:with|by)\s+",
+        r"\breplac(?:e|es|ed|ing)\s+(?:my\s+|our\s+|the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:]+?)\s+(?:with|by)\s+",
         re.I,
     ),
     re.compile(
@@ -125,6 +125,13 @@ _EN_OLD: tuple[re.Pattern[str], ...] = (
         r"\b(?:not|isn't|aren't)\s+(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:!?]+?)\s+any\s?more\b",
         re.I,
     ),
+    # "… is now Joris, not Sanne", "Allianz rather than Aviva", "Tuesday, not Monday":
+    # a name after the contrast, ending its clause
+    re.compile(
+        r"(?:,\s*(?:and\s+|but\s+)?not|\brather\s+than|\bin\s+place\s+of)\s+(?:the\s+|my\s+|our\s+)?"
+        r"(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[A-Z0-9][\w'.:-]*(?:\s+[A-Z0-9][\w'.:-]*){0,3})"
+        r"\s*(?:any\s?more\s*)?(?:[,.;:!?)]|$)"
+    ),
 )
 _EN_FROM_TO = re.compile(
     r"\bfrom\s+(?:the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:]+?)\s+(?:to|into|for)\s+(?P<new>[^,.;:]+)",
@@ -139,7 +146,24 @@ _ZH_OLD: tuple[re.Pattern[str], ...] = (
         rf"从(?P<old>[^{_P}]+?)(?:改为|改成|换成|变成|变为|换到|改到|调到|搬到|转到|调整为|推迟到|提前到)"
     ),
     re.compile(rf"(?:^|[{_P}])(?P<old>[^{_P}]{{2,12}}?)不(?:用|去|看|坐|骑|喝)了"),
+    # 是宋医生，不是黄医生 / 而不是… / 而非… / 取代了… / 接替了…
+    re.compile(
+        rf"(?:而|，|,)?(?:不是|而非|取代了?|接替了?|代替了?)(?P<old>[^{_P}]{{2,10}}?)(?:了|的)?(?:[{_P}]|$)"
+    ),
 )
+
+
+def _zh_head(value: str) -> str:
+    """A Chinese replaced value up to its first verb: 接替了老李负责周报 -> 老李."""
+    words = zh_words(value)
+    if len(words) < 2 or not re.search(rf"[{HAN}]", value):
+        return value
+    for i, (_, flag) in enumerate(words[1:], start=1):
+        if flag.startswith("v"):
+            return "".join(word for word, _ in words[:i])
+    return value
+
+
 _OLD_LEAD = re.compile(r"^(?:the|my|our|a|an|his|her|their)\s+", re.IGNORECASE)
 
 
@@ -155,9 +179,32 @@ def old_values(text: str) -> tuple[str, ...]:
     cleaned = []
     for value in found:
         value = _OLD_LEAD.sub("", value.strip(" '\"")).strip()
+        if not _TITLE_END.search(value):  # a full stop ends the sentence, not "Dr."
+            value = value.rstrip(".:")
+        value = _zh_head(value)
         if value and len(value) <= 60:
             cleaned.append(value)
     return tuple(dict.fromkeys(cleaned))
+
+
+_EN_BACK = re.compile(
+    r"\b(?:(?:went|gone|go(?:ing)?|switched|moved|changed|came|got|are|am|is|'m|'re|we're)\s+back"
+    r"|\breturned|\breverted)\s+to\s+(?:the\s+|my\s+|our\s+|using\s+)?"
+    r"(?P<new>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[A-Z0-9][\w'.+-]*(?:\s+[A-Z0-9][\w'.+-]*){0,3})",
+)
+_ZH_BACK = re.compile(
+    rf"(?:换回|改回|又回到|回到了?|又用回|用回|重新用)(?:了|到)?(?P<new>[^{_P}]{{2,10}}?)(?:了|[{_P}]|$)"
+)
+
+
+@lru_cache(maxsize=8192)
+def reverted_to(text: str) -> tuple[str, ...]:
+    """The earlier value a change goes back to: "I went back to Neovim" -> Neovim,
+    "又换回了王老师" -> 王老师."""
+    body = unicodedata.normalize("NFKC", text)
+    found = [m.group("new").rstrip(".:") for m in _EN_BACK.finditer(body)]
+    found += [_zh_head(m.group("new")) for m in _ZH_BACK.finditer(body)]
+    return tuple(dict.fromkeys(v.strip() for v in found if v.strip()))
 
 
 # -- identifying tokens ----------------------------------------------------------------------
@@ -318,7 +365,7 @@ _ROLE_TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("landlord", r"landlord|landlady|rent\s+from", "房东", r"房东"),
     ("mechanic", r"mechanic|(?:fixes|services|repairs)\s+my\s+car", "修车师傅", r"修车师傅|修车"),
     ("accountant", r"accountant|tax\s+advis[eo]r|does\s+my\s+taxes", "会计", r"会计|报税"),
-    ("therapist", r"therapist|counsell?or|psychologist", "心理医生", r"心理医生|咨询师"),
+    ("therapist", r"\b(?:therapist|counsell?or|psychologist)", "心理医生", r"心理医生|咨询师"),
     ("trainer", r"personal\s+trainer|fitness\s+coach", "健身教练", r"私教|健身教练"),
     ("vet", r"\bvet\b|veterinarian", "兽医", r"兽医"),
     ("lawyer", r"lawyer|attorney|solicitor", "律师", r"律师"),

@@ -50,7 +50,7 @@ DEFAULT_PATTERNS: dict[str, str] = {
     rf"|(?P<keep_is>(?<![A-Za-z0-9_-]){_PASSWORD_WORDS}\s+(?i:is|was|has\s+been)\s+"
     r"(?i:now\s+|still\s+)?[\"'“‘]?)"
     rf"(?!(?i:{_PASSWORD_STATES})\b)(?![\[])[^\s\"',;，。]{{4,64}}{_CLAUSE_END}"
-    r"|(?P<keep_zh>(?:密码|口令|暗号|密钥|通行码)(?:\s*(?:是|为|：|:|=)\s*)+)(?![\[])"
+    r"|(?P<keep_zh>(?:密码|口令|暗号|密钥|通行码)(?:\s*(?:是|为|：|:|=|(?:已经)?(?:改成|改为|换成|变成|设成|设为|重置为)了?)\s*)+)(?![\[])"
     r"[!-~]{4,}",
     # AWS secret access keys: 40 characters of base64 (checked by `_aws_secret`: near an
     # access key id or the word "secret", or random-looking enough on their own)

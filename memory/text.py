@@ -9,6 +9,7 @@ the index (a query may need them) but dropped from queries.
 
 from __future__ import annotations
 
+import logging
 import re
 import unicodedata
 from functools import lru_cache
@@ -101,3 +102,22 @@ def query_terms(text: str) -> list[str]:
 
 def fts_document(text: str) -> str:
     return " ".join(index_terms(text))
+
+
+@lru_cache(maxsize=1)
+def _segmenter():  # type: ignore[no-untyped-def]
+    """jieba's part-of-speech segmenter, its dictionary loaded once (about 0.5 s)."""
+    import jieba
+    import jieba.posseg
+
+    jieba.setLogLevel(logging.WARNING)  # it reports its load time on stderr otherwise
+    return jieba.posseg.POSTokenizer(jieba.Tokenizer())
+
+
+@lru_cache(maxsize=8192)
+def zh_words(text: str) -> tuple[tuple[str, str], ...]:
+    """The Chinese words of a text with their part-of-speech tags; () without Chinese."""
+    body = unicodedata.normalize("NFKC", text)
+    if not _CJK.search(body):
+        return ()
+    return tuple((pair.word, pair.flag) for pair in _segmenter().cut(body) if pair.word.strip())
