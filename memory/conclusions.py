@@ -1321,7 +1321,7 @@ def _stated_subject(text: str) -> str | None:
     return canonical_subject(stated)
 
 
-_FIRST_PERSON = re.compile(r"\b(?:I|my|me|mine)\b|我(?!们)", re.IGNORECASE)
+_FIRST_PERSON = re.compile(r"\b(?:I|my|me|mine|we|our|us|ours)\b|我", re.IGNORECASE)
 
 
 def _speaker_first(found: list[Conclusion], query: str) -> list[Conclusion]:

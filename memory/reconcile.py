@@ -47,13 +47,29 @@ _EN_CUE = re.compile(
     r"|push(?:ed)?\s+(?:back|out)|brought\s+forward|shift(?:ed)?|took\s+over|taken\s+over"
     r"|tak(?:es|ing)\s+over|no\s+longer|any\s?more|now|these\s+days|from\s+now\s+on"
     r"|from\s+next|starting|as\s+of|became|become|used\s+to|sold|ditched|dropped|gave\s+up"
-    r"|got\s+rid\s+of|stopped|quit|transferr?(?:ed|ing)|relocated|again|new)\b",
+    r"|got\s+rid\s+of|stopped|quit|transferr?(?:ed|ing)|relocated|again|new"
+    r"|pushed\s+to|signed\s+up|went\s+with|going\s+with|handed\s+over|took\s+on|back\s+to"
+    r"|actually|correction|I\s+meant|mixed\s+(?:it|them)\s+up|got\s+(?:it|that)\s+wrong"
+    r"|reassigned|rotated|promoted|renamed|rebooked|cancell?ed|instead)\b",
     re.IGNORECASE,
 )
 _ZH_CUE = re.compile(
     r"改成|改为|改用|改到|改在|改看|改去|改坐|改喝|换成|换人|换了|换到|换用|变成|变为|调到|调整"
     r"|推迟|提前|挪到|转学|转到|搬到|搬去|不再|不用了|不去了|现在|如今|目前|以后|从此|已经|新的"
+    r"|接手|接替|取代|代替|重新|换回|改回|其实|说错|搞错|记错|纠正|更正|不是"
 )
+# a statement that something still holds: "still", 还是, 一直 (a restatement, not a change)
+_STILL = re.compile(
+    r"\b(?:still|as\s+before|as\s+always|unchanged|same\s+as\s+(?:before|ever))\b"
+    r"|还是|一直|仍然|依然|没变|照旧|照样|还在",
+    re.IGNORECASE,
+)
+
+
+@lru_cache(maxsize=8192)
+def still_cue(text: str) -> bool:
+    """Does the text say that something still holds as it was?"""
+    return bool(_STILL.search(unicodedata.normalize("NFKC", text)))
 
 
 @lru_cache(maxsize=8192)
@@ -84,7 +100,7 @@ def without_cues(text: str) -> str:
 
 _CHANGE_VERB = re.compile(
     r"\b(?:switch|chang|mov|went|go|migrat|upgrad|reschedul|shift|transfer|relocat|turn|swap"
-    r"|postpon|push)\w*",
+    r"|postpon|push|pass|hand|rotat|reassign)\w*",
     re.IGNORECASE,
 )
 _EN_OLD: tuple[re.Pattern[str], ...] = (
@@ -111,14 +127,16 @@ _EN_OLD: tuple[re.Pattern[str], ...] = (
     re.compile(r"\b(?:has\s+been\s+|was\s+)replaced\s+by\b(?P<old>)", re.I),
     re.compile(
         r"\bno\s+longer\s+(?:(?:use|see|go\s+to|train\s+at|work\s+(?:at|for|with)|drive|ride"
-        r"|visit|is|are|am|at|with|in|on|uses|sees|goes\s+to|drives|rides|have|has)\s+)?"
-        r"(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:!?]+?)\s*(?:[,.;:!?]|$)",
+        r"|visit|is|are|am|at|with|in|on|uses|sees|goes\s+to|drives|rides|have|has|take|takes"
+        r"|get|gets|shop\s+at|bank\s+with|pay\s+for|live\s+in|[a-z]+(?:\s+(?:at|with|for|to|in|on))?)\s+)?"
+        r"(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:!?\u2014\u2013]+?)\s*(?:[,.;:!?\u2014\u2013]|\s-\s|$)",
         re.I,
     ),
     re.compile(
         r"\b(?:sold|ditched|dropped|gave\s+up|got\s+rid\s+of|stopped\s+using|quit|cancell?ed"
         r"|ended|terminated|unsubscribed\s+from|left|moved\s+away\s+from)\s+"
-        r"(?:my\s+|our\s+|the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:!?]+?)(?:\s+and\b|\s*(?:[,.;:!?]|$))",
+        r"(?:my\s+|our\s+|the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:!?]+?)"
+        r"(?:\s+(?:and|for|in\s+favou?r\s+of)\b|\s*(?:[,.;:!?]|$))",
         re.I,
     ),
     re.compile(
@@ -129,8 +147,8 @@ _EN_OLD: tuple[re.Pattern[str], ...] = (
     # a name after the contrast, ending its clause
     re.compile(
         r"(?:,\s*(?:and\s+|but\s+)?not|\brather\s+than|\bin\s+place\s+of)\s+(?:the\s+|my\s+|our\s+)?"
-        r"(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[A-Z0-9][\w'.:-]*(?:\s+[A-Z0-9][\w'.:-]*){0,3})"
-        r"\s*(?:any\s?more\s*)?(?:[,.;:!?)]|$)"
+        r"(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?(?:[A-Z0-9][\w'.:-]*|[a-z][\w-]*\d[\w-]*)"
+        r"(?:\s+[A-Z0-9][\w'.:-]*){0,3})\s*(?:any\s?more\s*)?(?:[,.;:!?)]|$)"
     ),
 )
 _EN_FROM_TO = re.compile(
@@ -155,6 +173,7 @@ _ZH_OLD: tuple[re.Pattern[str], ...] = (
 
 def _zh_head(value: str) -> str:
     """A Chinese replaced value up to its first verb: 接替了老李负责周报 -> 老李."""
+    value = re.sub("(?:那儿|那里|这儿|这里|那边|这边)$", "", value) or value
     words = zh_words(value)
     if len(words) < 2 or not re.search(rf"[{HAN}]", value):
         return value
@@ -256,14 +275,15 @@ def mentions(text: str, value: str) -> bool:
     """Does `text` state `value`? Latin: every identifying (else every) word of the value
     is a word of the text; Chinese: the value's characters appear as written."""
     norm = unicodedata.normalize("NFKC", text).lower()
-    value = unicodedata.normalize("NFKC", value).lower().strip()
+    written = unicodedata.normalize("NFKC", value).strip()  # names are told by their case
+    value = written.lower()
     if not value:
         return False
     if re.search(rf"[{HAN}]", value):
         core = re.sub(rf"[^{HAN}\w]", "", value)
         core = re.sub("^(?:每周|每天|每月|每)", "", core) if len(core) > 3 else core
         return len(core) >= 2 and core in re.sub(rf"[^{HAN}\w]", "", norm)
-    words = identifiers(value, loose=True) or {
+    words = identifiers(written, loose=True) or {
         w.rstrip(".:") for w in _LATIN.findall(value) if w.rstrip(".:") not in _NOT_NAMES
     }
     text_words = {w.rstrip(".:") for w in _LATIN.findall(norm)}
@@ -301,8 +321,18 @@ def owners(text: str) -> frozenset[str]:
     body = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
     found = {w.lower() for w in re.findall(r"[A-Za-z]+", body) if w.lower() in _RELATION_WORDS}
     found |= {m.lower() for m in _POSSESSIVE.findall(body)}
-    found |= set(_ZH_RELATION.findall(body)) - {"先生"}
+    for match in _ZH_RELATION.finditer(body):
+        word = match.group()
+        if word == "先生":
+            continue
+        # 阿姨 is a relative only as 我(的)阿姨; 刘阿姨, 家政阿姨 are how one addresses a woman
+        if word in _ZH_ADDRESS and not re.search(r"我(?:的|家的?)?$", body[: match.start()]):
+            continue
+        found.add(word)
     return frozenset(found)
+
+
+_ZH_ADDRESS = frozenset(["阿姨"])
 
 
 _FIRST = re.compile(

@@ -34,6 +34,7 @@ from memory.reconcile import (
     other_context,
     owners,
     speaker,
+    still_cue,
 )
 from memory.text import HAN, STOP_WORDS, stem, zh_words
 
@@ -83,6 +84,17 @@ _ZH_VALUE_TAGS = frozenset(["nr", "nrfg", "nrt", "ns", "nt", "nz", "t", "m", "mq
 _ZH_TITLES = frozenset(
     "医生 大夫 老师 教练 律师 师傅 经理 阿姨 叔叔 先生 女士 小姐 总 工".split()  # noqa: SIM905
 )
+_WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())  # noqa: SIM905
+# dates said relative to now: no value of a slot
+_ZH_RELATIVE = frozenset(
+    """上个月 下个月 这个月 本月 今天 昨天 明天 前天 后天 去年 今年 明年 最近 上周 下周 这周 本周
+    上星期 下星期 刚才 平时 当时 那时 这次 上次 下次 每天 这几天 前几天 那天 今晚""".split()  # noqa: SIM905
+)
+_ZH_PLACE = re.compile(
+    rf"(?:^|(?<=[的在去到是从和与、，,。：:\s]))(?P<name>[{HAN}]{{2,4}}?"
+    r"(?:咖啡|医院|诊所|药房|药店|超市|银行|公司|健身房|幼儿园|小学|中学|大学|学校|酒店|餐厅|饭店"
+    r"|书店|花店|宠物医院|驿站|中心|广场|大厦|菜鸟驿站))"
+)
 _ZH_WEEKDAY = re.compile("^(?:每个?|每逢)?(?P<day>(?:周|星期|礼拜)[一二三四五六日天末])$")
 
 
@@ -101,20 +113,27 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
     jieba tags (a surname with its title: 林医生)."""
     body = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
     found = set(identifiers(body, loose=loose))
-    for match in _LATIN_WORD.finditer(body):
-        word = match.group().rstrip(".:")
+    latin = [m.group().rstrip(".:") for m in _LATIN_WORD.finditer(body)]
+    for i, word in enumerate(latin):
         lower = word.lower()
-        if lower in _ORDINALS or _MIXED.match(word):
+        following = latin[i + 1].lower() if i + 1 < len(latin) else ""
+        if _MIXED.match(word) or (
+            lower in _ORDINALS and (following.rstrip("s") in _WEEKDAYS or following == "of")
+        ):  # "the last Thursday of the month", not "last weekend"
             found.add(lower)
     words = zh_words(body)
     for i, (word, flag) in enumerate(words):
-        if not _HAS_HAN.search(word):
+        if not _HAS_HAN.search(word) or word in _ZH_NOT_TOPIC or word in _ZH_RELATIVE:
             continue
         following = words[i + 1][0] if i + 1 < len(words) else ""
         if flag in ("nr", "nrfg", "nrt") and following in _ZH_TITLES:
             found.add(word + following)
-        elif (flag in _ZH_VALUE_TAGS or _ZH_WEEKDAY.match(word)) and word not in _ZH_NOT_TOPIC:
+        elif flag in ("m", "mq") and not re.search(r"\d|[〇零二三四五六七八九十百千]{2}", word):
+            continue  # 一杯, 多: a quantity, not a value
+        elif flag in _ZH_VALUE_TAGS or _ZH_WEEKDAY.match(word):
             found.add(_zh_value(word))
+    # a name jieba does not know, by the kind of place it ends in: 拾光咖啡, 益丰大药房
+    found.update(m.group("name") for m in _ZH_PLACE.finditer(body))
     who = speaker(body)
     if who is not None and who != "me":  # "Lena works on …": the person is a value too
         found.add(who)
@@ -185,34 +204,108 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
     the evidence is not clear. `similarity` is their passage similarity."""
     if similarity < NEAR_UPDATE or not _same_people(old, new):
         return None
-    shared = topic(old) & topic(new)
-    only_old, only_new = topic(old) - topic(new), topic(new) - topic(old)
-    replaced = {w for value in old_values(new) for w in values(value, loose=True)}
-    old_vals, new_vals = values(old), values(new)
-    fresh = new_vals - values(old, loose=True) - replaced
-    dropped = old_vals - values(new, loose=True)
-    if fresh:
-        if not shared:
-            return None
-        if only_new:
+    t_old, t_new = topic(old), topic(new)
+    shared, only_old, only_new = t_old & t_new, t_old - t_new, t_new - t_old
+    replaced_new = _replaced(new)  # what the new text says is gone
+    old_now = values(old) - _replaced(old)  # what the stored text holds now
+    new_vals = values(new) - replaced_new
+    fresh = {v for v in new_vals if not _known(v, values(old, loose=True))}
+    dropped = {v for v in old_now if not _known(v, values(new, loose=True))}
+    retired = {v for v in old_now if _known(v, replaced_new)}
+    if retired:
+        return None  # the new text names the stored value as replaced: the named-value rule's
+    if new_vals and not fresh and similarity >= NEAR_RESTATE:
+        if still_cue(new) or (
+            not dropped and (t_new <= t_old or t_old <= t_new or len(new_vals) >= 2)
+        ):
+            return "restatement", f"the same values ({', '.join(sorted(new_vals)[:3])})"
+    kept = old_now & values(new, loose=True)
+    if fresh and kept and change_cue(new) and _same_type(fresh, kept):
+        # the new text names the stored value and a new one of its kind, and says it
+        # changed: "passed from Rafael to Nadia", "周医生去外地进修了，豆豆以后由林医生接手"
+        return "update", f"{', '.join(sorted(fresh)[:2])} in place of {', '.join(sorted(kept)[:2])}"
+    if fresh and shared and (dropped or (change_cue(new) and not still_cue(new))):
+        if only_new and not (
+            change_cue(new) and dropped and _same_kind_of_thing(only_old, only_new)
+        ):
             # the new statement is about more than the stored one: "my work phone" is no
             # value of "I use a ThinkPad for work", the "search" standup none of "billing"'s
             return None
         if other_context(old, new, ""):
             return None  # another project, meeting or place beside the new value
-        if dropped or replaced & old_vals or change_cue(new):
-            why = "a new value" + (" with a change cue" if change_cue(new) else "")
-            return "update", f"{why}, same topic ({', '.join(sorted(shared)[:3])})"
-        return None
-    if dropped or replaced & old_vals or similarity < NEAR_RESTATE:
-        return None
-    if new_vals and (topic(new) <= topic(old) or topic(old) <= topic(new) or len(new_vals) >= 2):
-        return "restatement", f"the same values ({', '.join(sorted(new_vals)[:3])})"
+        why = "a new value" + (" with a change cue" if change_cue(new) else "")
+        return "update", f"{why}, same topic ({', '.join(sorted(shared)[:3])})"
     who = _who(new)
-    if shared and only_old and only_new and change_cue(new) and who and who == _who(old):
+    if (
+        not new_vals - ({who} if who else set())
+        and similarity >= NEAR_RESTATE
+        and shared
+        and only_old
+        and only_new
+        and change_cue(new)
+        and who
+        and who == _who(old)
+    ):
         # "Lena has moved to the fraud team" / "Lena works on the payments team"
         return "update", f"{who} changed what the {', '.join(sorted(shared)[:2])} is"
     return None
+
+
+def _kind(value: str) -> str:
+    """A value's type: a number/time, a Chinese name with its title or place suffix (医生,
+    老师, 咖啡…), a Chinese weekday or time of day, or a name."""
+    if re.fullmatch(r"(?:周[一二三四五六日末]|[上下中]午|早上|晚上|傍晚|凌晨|中午)", value):
+        return "zh-time"
+    if _HAS_HAN.search(value):
+        return "zh:" + value[-2:] if len(value) >= 3 else "zh"
+    if any(ch.isdigit() for ch in value):
+        return "number"
+    return "name"
+
+
+def _same_type(fresh: set[str], kept: set[str]) -> bool:
+    return bool({_kind(v) for v in fresh} & {_kind(v) for v in kept})
+
+
+def _replaced(text: str) -> set[str]:
+    return {w for value in old_values(text) for w in values(value, loose=True)}
+
+
+def _known(value: str, among: frozenset[str] | set[str]) -> bool:
+    """Is a value among these, allowing a Chinese name written shorter or longer
+    (益丰 / 益丰大药房)?"""
+    if value in among:
+        return True
+    if _HAS_HAN.search(value):
+        return any(len(v) >= 2 and (value in v or v in value) for v in among if _HAS_HAN.search(v))
+    return False
+
+
+# words that make another thing of a statement: its scope (a work phone is not the home
+# one) and the things one owns (`memory.categories`)
+_SCOPES = frozenset(
+    "work home office school personal private business weekend weekday holiday".split()  # noqa: SIM905
+)
+
+
+def _same_kind_of_thing(only_old: frozenset[str], only_new: frozenset[str]) -> bool:
+    """May the new statement's extra words be detail rather than another thing? Not when
+    they name a scope or a thing one owns that the stored statement does not."""
+    owned = _owned_nouns()
+    return not any(w in _SCOPES or w in owned for w in only_new) and not any(
+        w in _SCOPES for w in only_old
+    )
+
+
+@lru_cache(maxsize=1)
+def _owned_nouns() -> frozenset[str]:
+    from memory.categories import NOUN_GROUP, OWNED
+
+    return frozenset(
+        stem(noun) for noun, group in NOUN_GROUP.items() if group in OWNED and " " not in noun
+    ) | frozenset(
+        noun for noun, group in NOUN_GROUP.items() if group in OWNED and _HAS_HAN.search(noun)
+    )
 
 
 def restates(a: str, b: str, similarity: float) -> bool:
