@@ -37,7 +37,7 @@ from memory.db import Database, Migrations
 from memory.extraction import Slot, asked_subject, slot_of, usage_of
 from memory.index import HybridIndex, Vectors, Weights
 from memory.instructions import InstructionRefused, instruction_to_assistant
-from memory.sameness import near, restates
+from memory.sameness import NEAR_UPDATE, near, restates, same_people
 from memory.reconcile import (
     RELATION_WORDS,
     Judgement,
@@ -507,14 +507,19 @@ class ConclusionStore:
         where = "o.status = 'active' AND o.kind = ? AND o.id != ?"
         similar = self.index.similar(row.text, CANDIDATES, where=where, params=[row.kind, row.id])
         by_id = self._get_many(doc_id for doc_id, _ in similar)
+        gone = old_values(text) if text is not None else ()
         found = []
         for doc_id, similarity in similar:
             other = by_id.get(doc_id)
-            if other is None or not restates(row.text, other.text, similarity):
+            if other is None or (text is not None and _normalised(other.text) == _normalised(text)):
                 continue
-            if text is not None and _normalised(other.text) == _normalised(text):
-                continue
-            found.append(other)
+            if restates(row.text, other.text, similarity) or (
+                # the replacing text names a value this row states too: "拾光咖啡…不再去了"
+                similarity >= NEAR_UPDATE
+                and same_people(row.text, other.text)
+                and any(mentions(other.text, value) and mentions(row.text, value) for value in gone)
+            ):
+                found.append(other)
         return found
 
     def _match(

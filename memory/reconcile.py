@@ -231,7 +231,8 @@ def reverted_to(text: str) -> tuple[str, ...]:
 _LATIN = re.compile(rf"[^\W_{HAN}]+(?:[-'.:][^\W_{HAN}]+)*")
 _NOT_NAMES = frozenset(
     """i we you he she they it my our the a an this that these those from for to in on at
-    and but or so now then also still again instead dr mr mrs ms""".split()  # noqa: SIM905 - a word list reads better as text
+    and but or so now then also still again instead dr mr mrs ms sorry actually well oh
+    yes ok okay hey btw heads just update note fyi""".split()  # noqa: SIM905 - a word list reads better as text
 )
 
 
@@ -307,6 +308,11 @@ _RELATIONS = (
 )
 _RELATION_WORDS = frozenset(_RELATIONS.split())
 RELATION_WORDS = frozenset(w for w in _RELATION_WORDS if w.isascii())
+# what precedes a relation word that says whose it is (or a sentence start)
+_WHOSE = re.compile(
+    r"(?:\b(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er|[Tt]heir|[Yy]our|[A-Z][\w-]*'s)\s+(?:[a-z]+\s+)?"
+    r"|^\s*|[.!?;:]\s*)$"
+)
 _POSSESSIVE = re.compile(r"\b([A-Z][\w-]+)'s\b")
 _ZH_RELATION = re.compile(
     "|".join(sorted((w for w in _RELATION_WORDS if not w.isascii()), key=len, reverse=True))
@@ -319,7 +325,13 @@ def owners(text: str) -> frozenset[str]:
     """The people other than the speaker a statement is about: relation words ("my
     wife", 我女儿) and possessive names ("Priya's"). Empty: about the speaker or a thing."""
     body = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
-    found = {w.lower() for w in re.findall(r"[A-Za-z]+", body) if w.lower() in _RELATION_WORDS}
+    # a relation word counts when it says whose: "my sister", "our kids", "Tom's wife", or
+    # when it starts the sentence ("Sister Anna …"); "the kids only watch Bluey" is a detail
+    found = {
+        m.group().lower()
+        for m in re.finditer(r"[A-Za-z]+", body)
+        if m.group().lower() in _RELATION_WORDS and _WHOSE.search(body[: m.start()])
+    }
     found |= {m.lower() for m in _POSSESSIVE.findall(body)}
     for match in _ZH_RELATION.finditer(body):
         word = match.group()
@@ -938,6 +950,9 @@ def _name_runs(text: str) -> list[frozenset[str]]:
     body = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
     runs = []
     for match in _NAME_RUN.finditer(body):
+        before = body[: match.start()].rstrip()
+        if " " not in match.group() and (not before or before[-1] in ".!?;:\u2014\u2013-"):
+            continue  # one capitalised word opening a sentence: "Pull requests …", "Sorry, …"
         words = frozenset(_plain(w) for w in match.group().split() if w.lower() not in _NOT_NAMES)
         if words:
             runs.append(words)

@@ -181,7 +181,7 @@ RELATION_WORDS_ZH = frozenset(
 )
 
 
-def _same_people(old: str, new: str) -> bool:
+def same_people(old: str, new: str) -> bool:
     """About the same people: the same others named, and not two different speakers
     ("Anna switched …" is no update of "I …", 孙浩… none of 孙静浩…)."""
     if owners(old) != owners(new):
@@ -194,21 +194,24 @@ def _who(text: str) -> str | None:
     """The statement's grammatical subject when it is a person: `speaker`, or a Chinese
     sentence that starts with a person's name."""
     found = speaker(text)
-    if found is None and (words := zh_words(text)) and words[0][1] in ("nr", "nrfg", "nrt"):
-        return words[0][0]
+    words = zh_words(text)
+    if found is None and words and words[0][1] in ("nr", "nrfg", "nrt"):
+        following = words[1][0] if len(words) > 1 else ""
+        if following not in _ZH_TITLES and not words[0][0].endswith(tuple(_ZH_TITLES)):
+            return words[0][0]  # 孙浩对花生过敏; not 周医生去外地进修了 (a role-holder)
     return found
 
 
 def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
     """Does `new` replace (`update`) or restate `old`, judged by their parts? None when
     the evidence is not clear. `similarity` is their passage similarity."""
-    if similarity < NEAR_UPDATE or not _same_people(old, new):
+    if similarity < NEAR_UPDATE or not same_people(old, new):
         return None
     t_old, t_new = topic(old), topic(new)
     shared, only_old, only_new = t_old & t_new, t_old - t_new, t_new - t_old
     replaced_new = _replaced(new)  # what the new text says is gone
     old_now = values(old) - _replaced(old)  # what the stored text holds now
-    new_vals = values(new) - replaced_new
+    new_vals = (values(new) - replaced_new) | _named_short(old_now, new)
     fresh = {v for v in new_vals if not _known(v, values(old, loose=True))}
     dropped = {v for v in old_now if not _known(v, values(new, loose=True))}
     retired = {v for v in old_now if _known(v, replaced_new)}
@@ -265,6 +268,13 @@ def _kind(value: str) -> str:
 
 def _same_type(fresh: set[str], kept: set[str]) -> bool:
     return bool({_kind(v) for v in fresh} & {_kind(v) for v in kept})
+
+
+def _named_short(stored: set[str] | frozenset[str], text: str) -> set[str]:
+    """Chinese names of the stored text the new one writes shorter (益丰 for 益丰大药房)."""
+    return {
+        v for v in stored if _HAS_HAN.search(v) and len(v) >= 4 and v not in text and v[:2] in text
+    }
 
 
 def _replaced(text: str) -> set[str]:
