@@ -332,7 +332,7 @@ def owners(text: str) -> frozenset[str]:
         for m in re.finditer(r"[A-Za-z]+", body)
         if m.group().lower() in _RELATION_WORDS and _WHOSE.search(body[: m.start()])
     }
-    found |= {m.lower() for m in _POSSESSIVE.findall(body)}
+    found |= {m.lower() for m in _POSSESSIVE.findall(body)} - _PRONOUNS
     for match in _ZH_RELATION.finditer(body):
         word = match.group()
         if word == "先生":
@@ -345,6 +345,8 @@ def owners(text: str) -> frozenset[str]:
 
 
 _ZH_ADDRESS = frozenset(["阿姨"])
+# "It's", "That's": no one's
+_PRONOUNS = frozenset("it that there here he she what who where let everyone nobody".split())  # noqa: SIM905
 
 
 _FIRST = re.compile(

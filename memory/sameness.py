@@ -152,6 +152,7 @@ def topic(text: str) -> frozenset[str]:
         if (
             len(word) < 3
             or word in vals
+            or word.rstrip("s") in vals
             or word in STOP_WORDS
             or word in _NOT_TOPIC
             or word in RELATION_WORDS
@@ -184,9 +185,9 @@ RELATION_WORDS_ZH = frozenset(
 def same_people(old: str, new: str) -> bool:
     """About the same people: the same others named, and not two different speakers
     ("Anna switched …" is no update of "I …", 孙浩… none of 孙静浩…)."""
-    if owners(old) != owners(new):
-        return False
     a, b = _who(old), _who(new)
+    if owners(old) - {a} != owners(new) - {b}:  # "Lily's piano" is about Lily, as "Lily has"
+        return False
     return a is None or b is None or a == b
 
 
@@ -217,12 +218,15 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
     retired = {v for v in old_now if _known(v, replaced_new)}
     if retired:
         return None  # the new text names the stored value as replaced: the named-value rule's
+    kept = old_now & values(new, loose=True) | _named_short(old_now, new)
+    if still_cue(new) and old_now and kept == old_now:
+        # "Still running around in the Kia Niro", "配药我还是去益丰": it holds as stored
+        return "restatement", f"still {', '.join(sorted(kept)[:3])}"
     if new_vals and not fresh and similarity >= NEAR_RESTATE:
         if still_cue(new) or (
             not dropped and (t_new <= t_old or t_old <= t_new or len(new_vals) >= 2)
         ):
             return "restatement", f"the same values ({', '.join(sorted(new_vals)[:3])})"
-    kept = old_now & values(new, loose=True)
     if fresh and kept and change_cue(new) and _same_type(fresh, kept):
         # the new text names the stored value and a new one of its kind, and says it
         # changed: "passed from Rafael to Nadia", "周医生去外地进修了，豆豆以后由林医生接手"
