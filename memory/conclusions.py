@@ -37,7 +37,7 @@ from memory.db import Database, Migrations
 from memory.extraction import Slot, asked_subject, slot_of, usage_of
 from memory.index import HybridIndex, Vectors, Weights
 from memory.instructions import InstructionRefused, instruction_to_assistant
-from memory.sameness import NEAR_UPDATE, near, restates, same_people
+from memory.sameness import NEAR_UPDATE, near, restates, same_people, values
 from memory.reconcile import (
     RELATION_WORDS,
     Judgement,
@@ -803,7 +803,15 @@ class ConclusionStore:
         second row, and an equal rewording leaves the row (and its vector) as it was."""
         merged_tags = sorted(set(old.tags) | set(tags))
         old_words, new_words = _content(old.text), _content(text)
-        keep = old.text if new_words <= old_words else text
+        # the new wording replaces the stored one when it says all of it and more, or names
+        # a value the stored one lacks; a chattier restatement ("Still running around in
+        # the Kia Niro") keeps the wording that says what the thing is ("I drive a … Kia")
+        says_more = (
+            old_words < new_words
+            or bool(values(text) - values(old.text, loose=True))
+            or (slot_of(text) is not None and slot_of(old.text) is None)  # names the subject
+        )
+        keep = text if says_more else old.text
         subject = (
             old.subject
             or subject
