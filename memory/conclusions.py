@@ -682,13 +682,29 @@ class ConclusionStore:
         ("I switched from Neovim to VS Code" / "I went back to Neovim"), about the same
         people."""
         for value in reverted_to(text):
-            hits = self.index.search(value, 2 * CANDIDATES, where="o.status = 'active'")
+            hits = self.index.search(
+                value, 2 * CANDIDATES, where="o.status IN ('active', 'superseded')"
+            )
+            found = self._get_many(hit.id for hit in hits).values()
+            # the active row whose change names the value as replaced, or the current row
+            # of a chain that held the value before ("… hosted in eu-west-1" -> "migrated
+            # to eu-central-1" -> "went back to eu-west-1")
+            heads = {
+                row.id: row
+                for row in found
+                if row.status == "active"
+                and any(mentions(replaced, value) for replaced in old_values(row.text))
+            }
+            for row in found:
+                if row.status == "superseded" and mentions(row.text, value):
+                    head = self.chain(row.id)[-1]
+                    if head.status == "active" and not mentions(head.text, value):
+                        heads[head.id] = head
             rows = [
                 row
-                for row in self._get_many(hit.id for hit in hits).values()
+                for row in heads.values()
                 if row.kind == kind
                 and owners(row.text) == owners(text)
-                and any(mentions(replaced, value) for replaced in old_values(row.text))
                 and _same_speaker(speaker(text), speaker(row.text), value)
             ]
             if len(rows) == 1:

@@ -209,7 +209,8 @@ def old_values(text: str) -> tuple[str, ...]:
 _EN_BACK = re.compile(
     r"\b(?:(?:went|gone|go(?:ing)?|switched|moved|changed|came|got|are|am|is|'m|'re|we're)\s+back"
     r"|\breturned|\breverted)\s+to\s+(?:the\s+|my\s+|our\s+|using\s+)?"
-    r"(?P<new>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[A-Z0-9][\w'.+-]*(?:\s+[A-Z0-9][\w'.+-]*){0,3})",
+    r"(?P<new>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?(?:[A-Z0-9][\w'.+-]*|[a-z][\w-]*\d[\w-]*)"
+    r"(?:\s+[A-Z0-9][\w'.+-]*){0,3})",
 )
 _ZH_BACK = re.compile(
     rf"(?:换回|改回|又回到|回到了?|又用回|用回|重新用)(?:了|到)?(?P<new>[^{_P}]{{2,10}}?)(?:了|[{_P}]|$)"
