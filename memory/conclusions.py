@@ -37,7 +37,7 @@ from memory.db import Database, Migrations
 from memory.extraction import Slot, asked_subject, slot_of, usage_of
 from memory.index import HybridIndex, Vectors, Weights
 from memory.instructions import InstructionRefused, instruction_to_assistant
-from memory.sameness import NEAR_UPDATE, near, restates, same_people, values
+from memory.sameness import NEAR_UPDATE, near, restates, same_people, topic, values
 from memory.reconcile import (
     RELATION_WORDS,
     Judgement,
@@ -626,11 +626,17 @@ class ConclusionStore:
                 and _value_change(old.text, joined, cued=True)
             ):
                 return old, "supersede", "who changed, then the new value in the same frame"
-        for old, similarity in near_rows:  # the statements' parts (memory.sameness)
-            judged = near(old.text, text, similarity)
-            if judged is not None:
-                action, why = judged
-                return old, "supersede" if action == "update" else "restate", why
+        # the statements' parts (memory.sameness), trusted only when one stored fact fits:
+        # among look-alikes (one template, many meetings or invoices) several would
+        judged = [
+            (old, verdict) for old, sim in near_rows if (verdict := near(old.text, text, sim))
+        ]
+        if judged:
+            first, (action, why) = judged[0]
+            others = [old for old, _ in judged[1:]]
+            same = {r.id for r in self._restatements(first)} if others else set()
+            if all(old.id in same for old in others):
+                return first, "supersede" if action == "update" else "restate", why
         slot = slot_of(text)
         if slot is not None and subject is None:
             old, verdict = self._typed_match(text, kind, slot)
@@ -643,14 +649,15 @@ class ConclusionStore:
         Dr. Rao", "from Tuesday to Thursday", "不再去何医生那里"): about the same people as
         the new text, not about another subject, and, when several rows state the value,
         the only one sharing most topic words with the new text."""
-        new_owners, new_topic, who = owners(text), topic_words(text), speaker(text)
+        new_topic, who = topic_words(text), speaker(text)
         for value in old_values(text):
+            new_owners = owners(_clause_of(text, value)) - owners(value)
             hits = self.index.search(value, 2 * CANDIDATES, where="o.status = 'active'")
             rows = [
                 row
                 for row in self._get_many(hit.id for hit in hits).values()
                 if mentions(row.text, value)
-                and owners(row.text) == new_owners
+                and owners(row.text) - owners(value) == new_owners
                 and _same_speaker(who, speaker(row.text), value)
                 and not other_context(row.text, text, value)
             ]
@@ -1325,7 +1332,23 @@ def _may_share(keys: set[str], other: set[str]) -> bool:
             # a shared head alone ("星河计划 数据库" / "白鹭项目 数据库") is two things
             if shared - {a.split()[-1]} or shared - {b.split()[-1]}:
                 return True
+            # Chinese keys carry no spaces: their nouns, one set holding the other ("把营养师"
+            # / "现在看的营养师"; not 星河计划的数据库 / 白鹭项目的数据库)
+            na, nb = topic(a), topic(b)
+            if re.search(f"[{HAN}]", a + b) and na and nb and (na <= nb or nb <= na):
+                return True
     return False
+
+
+def _clause_of(text: str, value: str) -> str:
+    """The clause of `text` that names `value` (the people in "I've dropped Priya for
+    Tom — he also does my brother's books" are in the first clause), or the whole text."""
+    for clause in re.split(
+        r"\s[\u2014\u2013-]\s|[;；。!?！？]|,\s*(?:because|since|as|and|but|so)\b", text
+    ):
+        if value.lower() in clause.lower():
+            return clause
+    return text
 
 
 def _words_shared(keys: set[str], other: set[str]) -> bool:

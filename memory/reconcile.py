@@ -50,17 +50,21 @@ _EN_CUE = re.compile(
     r"|got\s+rid\s+of|stopped|quit|transferr?(?:ed|ing)|relocated|again|new"
     r"|pushed\s+to|signed\s+up|went\s+with|going\s+with|handed\s+over|took\s+on|back\s+to"
     r"|actually|correction|I\s+meant|mixed\s+(?:it|them)\s+up|got\s+(?:it|that)\s+wrong"
-    r"|reassigned|rotated|promoted|renamed|rebooked|cancell?ed|instead)\b",
+    r"|reassigned|rotated|promoted|renamed|rebooked|cancell?ed|instead|migrat(?:ed|ing)"
+    r"|stretch(?:ed)?|extended|shortened|reduced|increased|raised|lowered|bumped|cut\s+to"
+    r"|went\s+(?:up|down)|these\s+days|nowadays|since\s+then)\b",
     re.IGNORECASE,
 )
 _ZH_CUE = re.compile(
     r"改成|改为|改用|改到|改在|改看|改去|改坐|改喝|换成|换人|换了|换到|换用|变成|变为|调到|调整"
     r"|推迟|提前|挪到|转学|转到|搬到|搬去|不再|不用了|不去了|现在|如今|目前|以后|从此|已经|新的"
     r"|接手|接替|取代|代替|重新|换回|改回|其实|说错|搞错|记错|纠正|更正|不是"
+    r"|顺延|延期|延到|延后|改期|提早|转到|转去|调去|调到|请回|回来|换了人|来管|负责了"
 )
 # a statement that something still holds: "still", 还是, 一直 (a restatement, not a change)
 _STILL = re.compile(
-    r"\b(?:still|as\s+before|as\s+always|unchanged|same\s+as\s+(?:before|ever))\b"
+    r"\b(?:still|as\s+before|as\s+always|unchanged|same\s+as\s+(?:before|ever)"
+    r"|stick(?:ing)?\s+with|stay(?:ing)?\s+with|keep(?:ing)?\s+it|remains?|remained)\b"
     r"|还是|一直|仍然|依然|没变|照旧|照样|还在",
     re.IGNORECASE,
 )
@@ -121,7 +125,7 @@ _EN_OLD: tuple[re.Pattern[str], ...] = (
         re.I,
     ),
     re.compile(
-        r"\btook\s+over\s+from\s+(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:]+?)(?:\s+as\b|\s*(?:[,.;:]|$))",
+        r"\btook\s+over\s+(?:(?:the|my|our)\s+[\w\s-]{1,40}?\s+)?from\s+(?:my\s+|our\s+|the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:]+?)(?:\s+as\b|\s*(?:[,.;:]|$))",
         re.I,
     ),
     re.compile(r"\b(?:has\s+been\s+|was\s+)replaced\s+by\b(?P<old>)", re.I),
@@ -164,6 +168,8 @@ _ZH_OLD: tuple[re.Pattern[str], ...] = (
         rf"从(?P<old>[^{_P}]+?)(?:改为|改成|换成|变成|变为|换到|改到|调到|搬到|转到|调整为|推迟到|提前到)"
     ),
     re.compile(rf"(?:^|[{_P}])(?P<old>[^{_P}]{{2,12}}?)不(?:用|去|看|坐|骑|喝)了"),
+    # 我不挤地铁了, 不开车了: the thing no longer done
+    re.compile(rf"不再?(?:挤|开|坐|乘|搭|骑|用|去|找|喝|吃)(?P<old>[^{_P}了]{{2,8}}?)了"),
     # 是宋医生，不是黄医生 / 而不是… / 而非… / 取代了… / 接替了…
     re.compile(
         rf"(?:而|，|,)?(?:不是|而非|取代了?|接替了?|代替了?)(?P<old>[^{_P}]{{2,10}}?)(?:了|的)?(?:[{_P}]|$)"
@@ -212,6 +218,7 @@ _EN_BACK = re.compile(
     r"(?P<new>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?(?:[A-Z0-9][\w'.+-]*|[a-z][\w-]*\d[\w-]*)"
     r"(?:\s+[A-Z0-9][\w'.+-]*){0,3})",
 )
+_ZH_BACK_AGAIN = re.compile(rf"又把?(?P<new>[^{_P}把]{{2,6}}?)(?:请|叫|找|换|调|接)了?回来")
 _ZH_BACK = re.compile(
     rf"(?:换回|改回|又回到|回到了?|又用回|用回|重新用)(?:了|到)?(?P<new>[^{_P}]{{2,10}}?)(?:了|[{_P}]|$)"
 )
@@ -224,6 +231,7 @@ def reverted_to(text: str) -> tuple[str, ...]:
     body = unicodedata.normalize("NFKC", text)
     found = [m.group("new").rstrip(".:") for m in _EN_BACK.finditer(body)]
     found += [_zh_head(m.group("new")) for m in _ZH_BACK.finditer(body)]
+    found += [m.group("new") for m in _ZH_BACK_AGAIN.finditer(body)]
     return tuple(dict.fromkeys(v.strip() for v in found if v.strip()))
 
 
@@ -304,6 +312,8 @@ _RELATIONS = (
     "wife husband partner spouse son daughter kid kids child children mother father mom mum "
     "dad parents sister brother niece nephew grandma grandpa grandmother grandfather aunt "
     "uncle cousin friend colleague coworker boss neighbour neighbor girlfriend boyfriend "
+    "mentor mentee landlord landlady tutor roommate flatmate housemate classmate teammate "
+    "导师 室友 同学 "
     "太太 妻子 老婆 爱人 丈夫 老公 先生 儿子 女儿 孩子 妈妈 爸爸 母亲 父亲 姐姐 妹妹 哥哥 弟弟 "
     "侄女 侄子 外甥 外甥女 奶奶 爷爷 外婆 外公 同事 朋友 邻居 表妹 表哥 表姐 表弟 舅舅 姑姑 阿姨"
 )
@@ -946,7 +956,9 @@ def two_clause_change(text: str) -> str | None:
     return who + without_cues(clauses[-1].strip()).replace(" ", "")
 
 
-_NAME_RUN = re.compile(r"(?:[A-Z][\w+&-]*)(?:\s+[A-Z0-9][\w+&-]*)*")
+_NAME_RUN = re.compile(
+    r"(?:[A-Z][\w+&-]*)(?:\s+(?:(?:&|and|of|de|van|von|der|la|le|du)\s+)?[A-Z0-9][\w+&-]*)*"
+)
 
 
 def _name_runs(text: str) -> list[frozenset[str]]:

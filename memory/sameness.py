@@ -42,6 +42,9 @@ from memory.text import HAN, STOP_WORDS, stem, zh_words
 # its nearest active neighbour in 131 of 134 steps, at similarity 0.85-0.99 (median 0.94)
 NEAR_UPDATE = 0.86
 NEAR_RESTATE = 0.90
+# a new value beside the stored one it replaces, with a change cue ("we're with Allianz
+# now, because the Aviva renewal quote jumped"): long sentences score lower
+NEAR_NAMED = 0.82
 
 Verdict = Literal["update", "restatement"]
 
@@ -95,6 +98,20 @@ _ZH_PLACE = re.compile(
     r"(?:咖啡|医院|诊所|药房|药店|超市|银行|公司|健身房|幼儿园|小学|中学|大学|学校|酒店|餐厅|饭店"
     r"|书店|花店|宠物医院|驿站|中心|广场|大厦|菜鸟驿站))"
 )
+_NUMBER_WORDS = frozenset(
+    """one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty
+    forty fifty sixty hundred half""".split()  # noqa: SIM905
+)
+# the commonest Chinese surnames (百家姓 by frequency): a surname with a title is a person
+_SURNAMES = (
+    "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏"
+    "魏吕丁任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵"
+    "万钱严覃武戴莫孔向汤"
+)
+_ZH_TITLED = re.compile(
+    rf"(?:[{_SURNAMES}](?:老师|医生|大夫|阿姨|叔叔|师傅|教练|律师|经理|总|姐|哥|工|护士)"
+    rf"|(?<![{HAN}])[小老][{_SURNAMES}](?![{HAN}]{{2}}))"
+)
 _ZH_WEEKDAY = re.compile("^(?:每个?|每逢)?(?P<day>(?:周|星期|礼拜)[一二三四五六日天末])$")
 
 
@@ -132,8 +149,15 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
             continue  # 一杯, 多: a quantity, not a value
         elif flag in _ZH_VALUE_TAGS or _ZH_WEEKDAY.match(word):
             found.add(_zh_value(word))
-    # a name jieba does not know, by the kind of place it ends in: 拾光咖啡, 益丰大药房
+    # a name jieba does not know, by the kind of place it ends in: 拾光咖啡, 益丰大药房; a
+    # surname with a title or 小/老: 张阿姨, 王老师, 小杨 (jieba often splits them)
     found.update(m.group("name") for m in _ZH_PLACE.finditer(body))
+    found.update(m.group() for m in _ZH_TITLED.finditer(body))
+    found.discard("阿姨")
+    for word in latin:  # "two-week sprints", "three weeks": a number in words
+        head = word.lower().split("-")[0]
+        if head in _NUMBER_WORDS:
+            found.add(head)
     who = speaker(body)
     if who is not None and who != "me":  # "Lena works on …": the person is a value too
         found.add(who)
@@ -176,25 +200,49 @@ def topic(text: str) -> frozenset[str]:
 
 
 RELATION_WORDS_ZH = frozenset(
-    """太太 妻子 老婆 爱人 丈夫 老公 儿子 女儿 孩子 妈妈 爸爸 母亲 父亲 姐姐 妹妹 哥哥 弟弟
+    """导师 室友 同学 太太 妻子 老婆 爱人 丈夫 老公 儿子 女儿 孩子 妈妈 爸爸 母亲 父亲 姐姐 妹妹 哥哥 弟弟
     侄女 侄子 外甥 外甥女 奶奶 爷爷 外婆 外公 同事 朋友 邻居 表妹 表哥 表姐 表弟 舅舅 姑姑
     阿姨 父母 爸妈 家人""".split()  # noqa: SIM905
 )
 
 
-def same_people(old: str, new: str) -> bool:
+def same_people(old: str, new: str, old_values: frozenset[str] = frozenset()) -> bool:
     """About the same people: the same others named, and not two different speakers
-    ("Anna switched …" is no update of "I …", 孙浩… none of 孙静浩…)."""
+    ("Anna switched …" is no update of "I …", 孙浩… none of 孙静浩…). A new sentence about
+    a person the stored one names as its value is about the same thing ("黄伟调去做海外
+    业务了" of "负责人是黄伟")."""
     a, b = _who(old), _who(new)
-    if owners(old) - {a} != owners(new) - {b}:  # "Lily's piano" is about Lily, as "Lily has"
+    if b is not None and b in old_values:
+        b = None
+    if owners(old) - {a} != owners(new) - {b} - old_values:  # "Lily's piano" is about Lily
         return False
     return a is None or b is None or a == b
 
 
+_LEADING_NAME = re.compile(r"^(?P<name>[A-Z][a-z][\w-]*(?:\s+[A-Z][a-z][\w-]*)+)\s+[a-z]")
+_RELATION_NAME = re.compile(
+    r"^(?:[Mm]y|[Oo]ur)\s+(?P<rel>[a-z]+)\s+(?P<name>[A-Z][a-z][\w-]*(?:\s+[A-Z][a-z][\w-]*)*)"
+)
+_ZH_RELATION_NAME = re.compile(
+    rf"^我(?:们)?的?(?P<rel>[{HAN}]{{2}})(?P<name>[{_SURNAMES}][{HAN}]{{1,2}}?)(?=现在|已经|在|是|住|的|也|还|，|,)"
+)
+_ZH_LEADING_OWNER = re.compile(rf"^(?:和|跟|与)?(?P<name>[{_SURNAMES}][{HAN}]{{1,2}})的")
+
+
 def _who(text: str) -> str | None:
-    """The statement's grammatical subject when it is a person: `speaker`, or a Chinese
-    sentence that starts with a person's name."""
-    found = speaker(text)
+    """The statement's grammatical subject when it is a person: `speaker`, a full name
+    opening the sentence ("Emil Braun wants …"), or a Chinese sentence that opens with a
+    person's name (孙浩对…, 高建的手机…, 和曾娜的…会议)."""
+    body = unicodedata.normalize("NFKC", text).strip()
+    found = speaker(body)
+    if (named := _RELATION_NAME.match(body)) and named.group("rel").lower() in RELATION_WORDS:
+        return named.group("name").lower()  # "My aunt Julia Koch lives …": Julia Koch
+    if (named := _ZH_RELATION_NAME.match(body)) and named.group("rel") in RELATION_WORDS_ZH:
+        return named.group("name")
+    if found is None and (lead := _LEADING_NAME.match(body)):
+        return lead.group("name").lower()
+    if found is None and (lead := _ZH_LEADING_OWNER.match(body)):
+        return lead.group("name")
     words = zh_words(text)
     if found is None and words and words[0][1] in ("nr", "nrfg", "nrt"):
         following = words[1][0] if len(words) > 1 else ""
@@ -206,7 +254,7 @@ def _who(text: str) -> str | None:
 def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
     """Does `new` replace (`update`) or restate `old`, judged by their parts? None when
     the evidence is not clear. `similarity` is their passage similarity."""
-    if similarity < NEAR_UPDATE or not same_people(old, new):
+    if similarity < NEAR_NAMED or not same_people(old, new, values(old, loose=True)):
         return None
     t_old, t_new = topic(old), topic(new)
     shared, only_old, only_new = t_old & t_new, t_old - t_new, t_new - t_old
@@ -219,21 +267,33 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
     if retired:
         return None  # the new text names the stored value as replaced: the named-value rule's
     kept = old_now & values(new, loose=True) | _named_short(old_now, new)
-    if still_cue(new) and old_now and kept == old_now:
+    if not kept and len(old_now) >= 2 and len(new_vals) >= 2:
+        return None  # every name, date and number differs: another meeting, invoice, person
+    if still_cue(new) and kept and not fresh and similarity >= NEAR_UPDATE:
         # "Still running around in the Kia Niro", "配药我还是去益丰": it holds as stored
         return "restatement", f"still {', '.join(sorted(kept)[:3])}"
+    if similarity < NEAR_UPDATE:
+        return None  # the rules below need a closer statement than a named value does
     if new_vals and not fresh and similarity >= NEAR_RESTATE:
         if still_cue(new) or (
             not dropped and (t_new <= t_old or t_old <= t_new or len(new_vals) >= 2)
         ):
             return "restatement", f"the same values ({', '.join(sorted(new_vals)[:3])})"
-    if fresh and kept and change_cue(new) and _same_type(fresh, kept):
+    if (
+        fresh
+        and kept
+        and change_cue(new)
+        and _same_type(fresh, kept)
+        and shared
+        and len(_runs(old, old_now)) <= 3  # one value and its anchors, not a meeting's five
+        and not _split_name(new, fresh, kept)
+    ):
         # the new text names the stored value and a new one of its kind, and says it
         # changed: "passed from Rafael to Nadia", "周医生去外地进修了，豆豆以后由林医生接手"
         return "update", f"{', '.join(sorted(fresh)[:2])} in place of {', '.join(sorted(kept)[:2])}"
-    if fresh and shared and (dropped or (change_cue(new) and not still_cue(new))):
+    if fresh and shared and change_cue(new) and not (still_cue(new) and not dropped):
         if only_new and not (
-            change_cue(new) and dropped and _same_kind_of_thing(only_old, only_new)
+            change_cue(new) and dropped and _same_kind_of_thing(old, new, only_old, only_new)
         ):
             # the new statement is about more than the stored one: "my work phone" is no
             # value of "I use a ThinkPad for work", the "search" standup none of "billing"'s
@@ -256,6 +316,32 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
         # "Lena has moved to the fraud team" / "Lena works on the payments team"
         return "update", f"{who} changed what the {', '.join(sorted(shared)[:2])} is"
     return None
+
+
+def _runs(text: str, vals: set[str] | frozenset[str]) -> list[set[str]]:
+    """The values of a text grouped as written next to each other ("Hugo Kuhn", "25 July
+    2024"); each Chinese value is a run of its own, a name inside a longer one dropped."""
+    latin = {v for v in vals if not _HAS_HAN.search(v)}
+    runs: list[set[str]] = []
+    current: set[str] = set()
+    for match in _LATIN_WORD.finditer(unicodedata.normalize("NFKC", text)):
+        word = match.group().rstrip(".:").lower()
+        if word in latin or word.rstrip("s") in latin:
+            current.add(word)
+        elif current:
+            runs.append(current)
+            current = set()
+    if current:
+        runs.append(current)
+    han = [v for v in vals if _HAS_HAN.search(v)]
+    runs += [{v} for v in han if not any(v != w and v in w for w in han)]
+    return runs
+
+
+def _split_name(text: str, fresh: set[str], kept: set[str]) -> bool:
+    """Does one written name hold a new and a kept word ("Pia Koch" for "Julia Koch")?
+    Then it is another person of the same family name, not a value replaced."""
+    return any(run & fresh and run & kept for run in _runs(text, fresh | kept))
 
 
 def _kind(value: str) -> str:
@@ -302,13 +388,25 @@ _SCOPES = frozenset(
 )
 
 
-def _same_kind_of_thing(only_old: frozenset[str], only_new: frozenset[str]) -> bool:
+def _same_kind_of_thing(
+    old: str, new: str, only_old: frozenset[str], only_new: frozenset[str]
+) -> bool:
     """May the new statement's extra words be detail rather than another thing? Not when
-    they name a scope or a thing one owns that the stored statement does not."""
+    it names a scope ("for work", "my home laptop") other than the stored one's, or a
+    thing one owns that the stored statement does not."""
     owned = _owned_nouns()
-    return not any(w in _SCOPES or w in owned for w in only_new) and not any(
-        w in _SCOPES for w in only_old
-    )
+    return _scopes(old) == _scopes(new) and not any(w in owned for w in only_new)
+
+
+_SCOPE_USE = re.compile(
+    rf"\b(?:for|at|from|my|our|his|her|the)\s+(?:\w+\s+)?(?P<a>{'|'.join(_SCOPES)})\b"
+    rf"|\b(?P<b>{'|'.join(_SCOPES)})\s+(?!in\b|on\b|at\b|for\b|with\b|to\b|from\b|as\b)[a-z]{{3,}}",
+    re.IGNORECASE,
+)
+
+
+def _scopes(text: str) -> frozenset[str]:
+    return frozenset((m.group("a") or m.group("b")).lower() for m in _SCOPE_USE.finditer(text))
 
 
 @lru_cache(maxsize=1)
