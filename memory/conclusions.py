@@ -37,7 +37,6 @@ from memory.db import Database, Migrations
 from memory.extraction import Slot, asked_subject, slot_of, usage_of
 from memory.index import HybridIndex, Vectors, Weights
 from memory.instructions import InstructionRefused, instruction_to_assistant
-from memory.sameness import NEAR_UPDATE, near, restates, same_people, topic, values
 from memory.reconcile import (
     RELATION_WORDS,
     Judgement,
@@ -45,13 +44,14 @@ from memory.reconcile import (
     asked_role,
     canonical_subject,
     change_cue,
+    clause_of,
     identifiers,
     mentions,
     old_values,
     other_context,
     owners,
-    reverted_to,
     restates_change,
+    reverted_to,
     same_value,
     speaker,
     subject_of,
@@ -60,6 +60,7 @@ from memory.reconcile import (
     without_cues,
 )
 from memory.redact import Redactor
+from memory.sameness import NEAR_UPDATE, near, restates, same_people, topic, values
 from memory.text import HAN, STOP_WORDS, stem
 
 log = logging.getLogger(__name__)
@@ -651,7 +652,7 @@ class ConclusionStore:
         the only one sharing most topic words with the new text."""
         new_topic, who = topic_words(text), speaker(text)
         for value in old_values(text):
-            new_owners = owners(_clause_of(text, value)) - owners(value)
+            new_owners = owners(clause_of(text, value)) - owners(value)
             hits = self.index.search(value, 2 * CANDIDATES, where="o.status = 'active'")
             rows = [
                 row
@@ -1338,17 +1339,6 @@ def _may_share(keys: set[str], other: set[str]) -> bool:
             if re.search(f"[{HAN}]", a + b) and na and nb and (na <= nb or nb <= na):
                 return True
     return False
-
-
-def _clause_of(text: str, value: str) -> str:
-    """The clause of `text` that names `value` (the people in "I've dropped Priya for
-    Tom — he also does my brother's books" are in the first clause), or the whole text."""
-    for clause in re.split(
-        r"\s[\u2014\u2013-]\s|[;；。!?！？]|,\s*(?:because|since|as|and|but|so)\b", text
-    ):
-        if value.lower() in clause.lower():
-            return clause
-    return text
 
 
 def _words_shared(keys: set[str], other: set[str]) -> bool:

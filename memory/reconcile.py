@@ -155,6 +155,12 @@ _EN_OLD: tuple[re.Pattern[str], ...] = (
         r"(?:\s+[A-Z0-9][\w'.:-]*){0,3})\s*(?:any\s?more\s*)?(?:[,.;:!?)]|$)"
     ),
 )
+_EN_GONE = re.compile(
+    r"(?:^|[,;.]\s+|\b(?:since|because|as|now\s+that)\s+)(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?"
+    r"[A-Z][\w'&-]*(?:\s+[A-Z][\w'&-]*){0,3})\s+(?:has\s+|had\s+|just\s+)?"
+    r"(?:retired|left|quit|closed(?:\s+down)?|shut\s+down|moved\s+away|went\s+bust|stepped\s+down"
+    r"|passed\s+away|is\s+gone|is\s+no\s+more)\b"
+)
 _EN_FROM_TO = re.compile(
     r"\bfrom\s+(?:the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:]+?)\s+(?:to|into|for)\s+(?P<new>[^,.;:]+)",
     re.I,
@@ -165,7 +171,13 @@ _ZH_OLD: tuple[re.Pattern[str], ...] = (
         rf"(?:看牙|看病|理发|上班|上学)?了?(?:[{_P}]|$)"
     ),
     re.compile(
-        rf"从(?P<old>[^{_P}]+?)(?:改为|改成|换成|变成|变为|换到|改到|调到|搬到|转到|调整为|推迟到|提前到)"
+        rf"从(?P<old>[^{_P}]+?)(?:改为|改成|换成|变成|变为|换到|改到|调到|搬到|转到|调整为|推迟到|提前到"
+        r"|挪到|移到|调整到|延到|顺延到|改在)"
+    ),
+    # 那个驿站关了, 王师傅调去别的小区了, 林医生退休了: the value that went away
+    re.compile(
+        rf"(?:^|[{_P}])(?P<old>[^{_P}]{{2,10}}?)(?:已经)?(?:关了|关门了|倒闭了|停业了|搬走了|不干了"
+        r"|退休了|离职了|辞职了|调走了|调去|去外地|回老家)"
     ),
     re.compile(rf"(?:^|[{_P}])(?P<old>[^{_P}]{{2,12}}?)不(?:用|去|看|坐|骑|喝)了"),
     # 我不挤地铁了, 不开车了: the thing no longer done
@@ -180,6 +192,10 @@ _ZH_OLD: tuple[re.Pattern[str], ...] = (
 def _zh_head(value: str) -> str:
     """A Chinese replaced value up to its first verb: 接替了老李负责周报 -> 老李."""
     value = re.sub("(?:那儿|那里|这儿|这里|那边|这边)$", "", value) or value
+    value = (
+        re.sub("^.*?(?:那个|这个|那家|这家|原来的|原来那家|以前的|之前的|那位|这位)", "", value)
+        or value
+    )
     words = zh_words(value)
     if len(words) < 2 or not re.search(rf"[{HAN}]", value):
         return value
@@ -198,6 +214,7 @@ def old_values(text: str) -> tuple[str, ...]:
     Tuesday to Thursday" -> Tuesday, "不再去何医生那里" -> 何医生."""
     body = unicodedata.normalize("NFKC", text)
     found = [m.group("old") for pattern in _EN_OLD for m in pattern.finditer(body)]
+    found += [m.group("old") for m in _EN_GONE.finditer(body)]
     if _CHANGE_VERB.search(body) or _ZH_CUE.search(body):
         found += [m.group("old") for m in _EN_FROM_TO.finditer(body)]
     found += [m.group("old") for pattern in _ZH_OLD for m in pattern.finditer(body)]
@@ -214,7 +231,8 @@ def old_values(text: str) -> tuple[str, ...]:
 
 _EN_BACK = re.compile(
     r"\b(?:(?:went|gone|go(?:ing)?|switched|moved|changed|came|got|are|am|is|'m|'re|we're)\s+back"
-    r"|\breturned|\breverted)\s+to\s+(?:the\s+|my\s+|our\s+|using\s+)?"
+    r"|\breturned|\breverted|\bis\s+back|\bare\s+back|'s\s+back|'re\s+back)\s+(?:to|in|at|on|with)\s+"
+    r"(?:the\s+|my\s+|our\s+|using\s+)?"
     r"(?P<new>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?(?:[A-Z0-9][\w'.+-]*|[a-z][\w-]*\d[\w-]*)"
     r"(?:\s+[A-Z0-9][\w'.+-]*){0,3})",
 )
@@ -343,7 +361,11 @@ def owners(text: str) -> frozenset[str]:
         for m in re.finditer(r"[A-Za-z]+", body)
         if m.group().lower() in _RELATION_WORDS and _WHOSE.search(body[: m.start()])
     }
-    found |= {m.lower() for m in _POSSESSIVE.findall(body)} - _PRONOUNS
+    found |= {
+        m.group(1).lower()
+        for m in _POSSESSIVE.finditer(body)
+        if not re.search(r"\b(?:St|Saint)\.?\s*$", body[: m.start()])  # St Mark's hall
+    } - _PRONOUNS
     for match in _ZH_RELATION.finditer(body):
         word = match.group()
         if word == "先生":
@@ -974,6 +996,24 @@ def _name_runs(text: str) -> list[frozenset[str]]:
     return runs
 
 
+_DATE_WORDS = frozenset(
+    """january february march april may june july august september october november december
+    monday tuesday wednesday thursday friday saturday sunday""".split()  # noqa: SIM905
+)
+
+
+def clause_of(text: str, value: str) -> str:
+    """The clause of `text` that names `value` (the people in "I've dropped Priya for
+    Tom — he also does my brother's books" are in the first clause), or the whole text."""
+    parts = re.split(
+        r"\s[\u2014\u2013-]\s|[;；。!?！？]|,\s*(?:because|since|as|and|but|so)\b", text
+    )
+    for clause in parts:
+        if value.lower() in clause.lower():
+            return clause
+    return text
+
+
 def _plain(word: str) -> str:
     """A name word compared loosely: lower case, no clitic, no plural ("Thursdays")."""
     word = word.lower().split("'")[0]
@@ -989,7 +1029,10 @@ def other_context(old: str, new: str, replaced: str) -> bool:
     Lindqvist") is no other context."""
     gone = {_plain(w) for w in identifiers(replaced, loose=True)}
     new_words = {w for run in _name_runs(new) for w in run}
-    old_left = [run for run in _name_runs(old) if not run & gone]
-    new_left = [run for run in _name_runs(new) if not run & gone]
+    old_left = [run for run in _name_runs(old) if not run & gone and not run <= _DATE_WORDS]
+    # the names beside the change in its own clause ("I've dropped Priya for Tom — he
+    # also does the books for a bakery in Harrogate": Harrogate is no context)
+    clause = clause_of(new, replaced) if replaced else new
+    new_left = [run for run in _name_runs(clause) if not run & gone and not run <= _DATE_WORDS]
     missing = [run for run in old_left if not run & new_words]
     return bool(missing) and len(new_left) >= 2

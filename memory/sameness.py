@@ -59,7 +59,8 @@ _MIXED = re.compile(r"^(?:[a-z]+[A-Z][\w-]*|[\w-]*\d[\w-]*)$")
 _NOT_TOPIC = frozenset(
     """
     now currently still again actually really also just new current latest final finally
-    recently lately anymore any more longer instead rather since from starting
+    recently lately anymore any more longer instead rather since from starting migrate
+    migrated migrating pushed push stretched extended
     switch switched switching change changed changing move moved moving replace replaced
     swap swapped trade traded upgrade upgraded drop dropped cancel cancelled canceled quit
     stop stopped decide decided settle settled agree agreed choose chose chosen pick picked
@@ -112,6 +113,7 @@ _ZH_TITLED = re.compile(
     rf"(?:[{_SURNAMES}](?:老师|医生|大夫|阿姨|叔叔|师傅|教练|律师|经理|总|姐|哥|工|护士)"
     rf"|(?<![{HAN}])[小老][{_SURNAMES}](?![{HAN}]{{2}}))"
 )
+_ZH_TITLE_END = re.compile("(?:老师|医生|大夫|阿姨|叔叔|师傅|教练|律师|经理|姐|哥|护士)$")
 _ZH_WEEKDAY = re.compile("^(?:每个?|每逢)?(?P<day>(?:周|星期|礼拜)[一二三四五六日天末])$")
 
 
@@ -272,6 +274,18 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
     if still_cue(new) and kept and not fresh and similarity >= NEAR_UPDATE:
         # "Still running around in the Kia Niro", "配药我还是去益丰": it holds as stored
         return "restatement", f"still {', '.join(sorted(kept)[:3])}"
+    if (
+        fresh
+        and kept
+        and change_cue(new)
+        and _same_type(fresh, kept)
+        and (shared or len(_runs(new, kept)) >= 2 or _same_title(fresh, kept))
+        and len(_runs(old, old_now)) <= 3  # one value and its anchors, not a meeting's five
+        and not _split_name(new, fresh, kept)
+    ):
+        # the new text names the stored value and a new one of its kind, and says it
+        # changed: "passed from Rafael to Nadia", "周医生去外地进修了，豆豆以后由林医生接手"
+        return "update", f"{', '.join(sorted(fresh)[:2])} in place of {', '.join(sorted(kept)[:2])}"
     if similarity < NEAR_UPDATE:
         return None  # the rules below need a closer statement than a named value does
     if new_vals and not fresh and similarity >= NEAR_RESTATE:
@@ -279,21 +293,12 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
             not dropped and (t_new <= t_old or t_old <= t_new or len(new_vals) >= 2)
         ):
             return "restatement", f"the same values ({', '.join(sorted(new_vals)[:3])})"
-    if (
-        fresh
-        and kept
-        and change_cue(new)
-        and _same_type(fresh, kept)
-        and shared
-        and len(_runs(old, old_now)) <= 3  # one value and its anchors, not a meeting's five
-        and not _split_name(new, fresh, kept)
-    ):
-        # the new text names the stored value and a new one of its kind, and says it
-        # changed: "passed from Rafael to Nadia", "周医生去外地进修了，豆豆以后由林医生接手"
-        return "update", f"{', '.join(sorted(fresh)[:2])} in place of {', '.join(sorted(kept)[:2])}"
     if fresh and shared and change_cue(new) and not (still_cue(new) and not dropped):
         if only_new and not (
-            change_cue(new) and dropped and _same_kind_of_thing(old, new, only_old, only_new)
+            change_cue(new)
+            and dropped
+            and _scopes(old) == _scopes(new)
+            and (len(shared) >= 2 or _same_kind_of_thing(old, new, only_old, only_new))
         ):
             # the new statement is about more than the stored one: "my work phone" is no
             # value of "I use a ThinkPad for work", the "search" standup none of "billing"'s
@@ -344,11 +349,19 @@ def _split_name(text: str, fresh: set[str], kept: set[str]) -> bool:
     return any(run & fresh and run & kept for run in _runs(text, fresh | kept))
 
 
+def _same_title(fresh: set[str], kept: set[str]) -> bool:
+    """A new Chinese name with the title of a kept one (陈阿姨 for 张阿姨)."""
+    titles = {m.group() for v in kept if (m := _ZH_TITLE_END.search(v))}
+    return any(m.group() in titles for v in fresh if (m := _ZH_TITLE_END.search(v)))
+
+
 def _kind(value: str) -> str:
-    """A value's type: a number/time, a Chinese name with its title or place suffix (医生,
-    老师, 咖啡…), a Chinese weekday or time of day, or a name."""
+    """A value's type: a number/time, a Chinese person (a surname with a title, 小杨), a
+    Chinese place by its suffix (医院, 咖啡…), a Chinese weekday or time of day, or a name."""
     if re.fullmatch(r"(?:周[一二三四五六日末]|[上下中]午|早上|晚上|傍晚|凌晨|中午)", value):
         return "zh-time"
+    if _ZH_TITLED.fullmatch(value) or re.fullmatch(f"[{_SURNAMES}][{HAN}]{{1,2}}", value):
+        return "zh-person"
     if _HAS_HAN.search(value):
         return "zh:" + value[-2:] if len(value) >= 3 else "zh"
     if any(ch.isdigit() for ch in value):
