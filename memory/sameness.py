@@ -142,7 +142,12 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
             found.add(lower)
     words = zh_words(body)
     for i, (word, flag) in enumerate(words):
-        if not _HAS_HAN.search(word) or word in _ZH_NOT_TOPIC or word in _ZH_RELATIVE:
+        if (
+            not _HAS_HAN.search(word)
+            or len(word) < 2
+            or word in _ZH_NOT_TOPIC
+            or word in _ZH_RELATIVE
+        ):
             continue
         following = words[i + 1][0] if i + 1 < len(words) else ""
         if flag in ("nr", "nrfg", "nrt") and following in _ZH_TITLES:
@@ -216,9 +221,27 @@ def same_people(old: str, new: str, old_values: frozenset[str] = frozenset()) ->
     a, b = _who(old), _who(new)
     if b is not None and b in old_values:
         b = None
-    if owners(old) - {a} != owners(new) - {b} - old_values:  # "Lily's piano" is about Lily
+    if _people(old) - {a} != _people(new) - {b} - old_values:  # "Lily's piano" is Lily's
         return False
     return a is None or b is None or a == b
+
+
+def _people(text: str) -> frozenset[str]:
+    """`owners`, and in Chinese the people whose thing it is: 老陈的车位, 隔壁组的…, 王老师的…"""
+    found = set(owners(text))
+    words = zh_words(text)
+    for i, (word, flag) in enumerate(words[:-1]):
+        if words[i + 1][0] != "的":
+            continue
+        if flag in ("nr", "nrfg", "nrt") or _ZH_TITLED.fullmatch(word) or word in _ZH_OTHERS:
+            found.add(word)
+        elif re.search("(?:隔壁|邻居|对门|楼上|楼下)", word):
+            found.add(word)
+    return frozenset(found)
+
+
+# whose a thing is, in Chinese, when it is not the speaker's
+_ZH_OTHERS = frozenset("隔壁 邻居 对门 隔壁组 别的组 其他组 他们 她们 人家".split())  # noqa: SIM905
 
 
 _LEADING_NAME = re.compile(r"^(?P<name>[A-Z][a-z][\w-]*(?:\s+[A-Z][a-z][\w-]*)+)\s+[a-z]")
@@ -269,7 +292,7 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
     if retired:
         return None  # the new text names the stored value as replaced: the named-value rule's
     kept = old_now & values(new, loose=True) | _named_short(old_now, new)
-    if not kept and len(old_now) >= 2 and len(new_vals) >= 2:
+    if not kept and len(_runs(old, old_now)) >= 3 and len(_runs(new, new_vals)) >= 3:
         return None  # every name, date and number differs: another meeting, invoice, person
     if still_cue(new) and kept and not fresh and similarity >= NEAR_UPDATE:
         # "Still running around in the Kia Niro", "配药我还是去益丰": it holds as stored
