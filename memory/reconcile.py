@@ -189,6 +189,30 @@ _ZH_OLD: tuple[re.Pattern[str], ...] = (
 )
 
 
+_ZH_NO_MORE = re.compile(r"(?:不再|不)(?:去|用|找|买|喝|坐|看)了$")
+_ZH_NAMED_PLACE = re.compile(
+    rf"[{HAN}]{{2,4}}?(?:咖啡|医院|诊所|药房|药店|超市|银行|公司|健身房|幼儿园|学校|酒店|餐厅|饭店|书店|驿站)"
+)
+
+
+def _zh_left_behind(body: str) -> list[str]:
+    """The thing a clause says one no longer goes to or uses, named before it:
+    "拾光咖啡涨价以后我就不再去了" -> 拾光咖啡."""
+    found = []
+    for clause in re.split(f"[{_P}]", body):
+        clause = clause.strip()
+        if not _ZH_NO_MORE.search(clause):
+            continue
+        place = _ZH_NAMED_PLACE.search(clause)
+        if place is not None:
+            found.append(place.group())
+            continue
+        names = [w for w, flag in zh_words(clause) if flag in ("nr", "ns", "nt", "nz")]
+        if names:
+            found.append(names[0])
+    return found
+
+
 def _zh_head(value: str) -> str:
     """A Chinese replaced value up to its first verb: 接替了老李负责周报 -> 老李."""
     value = re.sub("(?:那儿|那里|这儿|这里|那边|这边)$", "", value) or value
@@ -218,6 +242,7 @@ def old_values(text: str) -> tuple[str, ...]:
     if _CHANGE_VERB.search(body) or _ZH_CUE.search(body):
         found += [m.group("old") for m in _EN_FROM_TO.finditer(body)]
     found += [m.group("old") for pattern in _ZH_OLD for m in pattern.finditer(body)]
+    found += _zh_left_behind(body)
     cleaned = []
     for value in found:
         value = _OLD_LEAD.sub("", value.strip(" '\"")).strip()

@@ -235,7 +235,7 @@ def _people(text: str) -> frozenset[str]:
             continue
         if flag in ("nr", "nrfg", "nrt") or _ZH_TITLED.fullmatch(word) or word in _ZH_OTHERS:
             found.add(word)
-        elif re.search("(?:隔壁|邻居|对门|楼上|楼下)", word):
+        elif re.search("(?:隔壁|邻居|对门)", word):
             found.add(word)
     return frozenset(found)
 
@@ -442,7 +442,14 @@ _SCOPE_USE = re.compile(
 
 
 def _scopes(text: str) -> frozenset[str]:
-    return frozenset((m.group("a") or m.group("b")).lower() for m in _SCOPE_USE.finditer(text))
+    """The scopes a statement names: "for work", "my home laptop", "work phone"."""
+    found = set()
+    for m in _SCOPE_USE.finditer(text):
+        if m.group("a"):
+            found.add(m.group("a").lower())
+        elif m.group().split()[-1].lower() not in STOP_WORDS:  # "weekend the …" is no compound
+            found.add(m.group("b").lower())
+    return frozenset(found)
 
 
 @lru_cache(maxsize=1)
