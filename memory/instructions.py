@@ -114,7 +114,8 @@ _AUTHORITY = re.compile(
 # everything at once, an address outside
 _ASSISTANT_MARKS = re.compile(
     r"\bthe user(?:'s)?\b|\buser's\b|用户"
-    r"|\b(?:all|every|any|everything|anything)\b|所有|全部|一切|任何|每个|每条|每一"
+    r"|(?<!\bafter )(?<!\bat )\b(?:all|every|any|everything|anything)\b(?! right\b)"
+    r"|所有|全部|一切|任何|每个|每条|每一"
     r"|[\w.+-]+@[\w-]+\.[\w.]+|https?://",
     _I,
 )
@@ -123,7 +124,8 @@ _LEAD_EN = (
     r"|in (?:the )?future|always|never|automatically|immediately|simply|do not|don't|dont"
     r"|never ever|at all times|each time|every time)\s*,?\s*)*"
 )
-_IMPERATIVE_EN = re.compile(rf"^\s*{_LEAD_EN}(?:{_OPS_EN})\b", _I)
+# "Change of plan: …", "Update on the move: …" use the verb as a noun
+_IMPERATIVE_EN = re.compile(rf"^\s*{_LEAD_EN}(?:{_OPS_EN})\b(?!\s+(?:of|on)\b)", _I)
 # verbs that only ever command the assistant's obedience: "Obey Inbox/Urgent.md"
 _CONTROL_EN = re.compile(
     rf"^\s*{_LEAD_EN}(?:obey|execute|comply|auto-?approve|auto-?confirm|carry out)\b", _I
