@@ -60,7 +60,15 @@ from memory.reconcile import (
     without_cues,
 )
 from memory.redact import Redactor
-from memory.sameness import NEAR_UPDATE, near, restates, same_people, topic, values
+from memory.sameness import (
+    NEAR_UPDATE,
+    near,
+    nearest_change,
+    restates,
+    same_people,
+    topic,
+    values,
+)
 from memory.text import HAN, STOP_WORDS, stem
 
 log = logging.getLogger(__name__)
@@ -638,6 +646,12 @@ class ConclusionStore:
             same = {r.id for r in self._restatements(first)} if others else set()
             if all(old.id in same for old in others):
                 return first, "supersede" if action == "update" else "restate", why
+        elif (
+            near_rows
+            and (pick := nearest_change(text, [(o.text, s) for o, s in near_rows])) is not None
+        ):
+            old, similarity = near_rows[pick]
+            return old, "supersede", f"a change cue, and the nearest statement ({similarity:.3f})"
         slot = slot_of(text)
         if slot is not None and subject is None:
             old, verdict = self._typed_match(text, kind, slot)

@@ -471,3 +471,42 @@ def restates(a: str, b: str, similarity: float) -> bool:
         (judged := near(x, y, similarity)) is not None and judged[0] == "restatement"
         for x, y in ((a, b), (b, a))
     )
+
+
+# the nearest statement about the same people, this close and this far ahead of the next,
+# is the one a change cue speaks of (measured on the scenario files, docs/BENCHMARKS.md)
+NEAR_CUE = 0.90
+NEAR_MARGIN = 0.02
+
+
+def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
+    """Which stored statement (an index into `candidates`, best first) a statement that
+    says something changed replaces when its parts do not tell (`near` found nothing):
+    the nearest one about the same people, if it is close and clearly nearer than the
+    next, shares a topic word or a value, and is no look-alike (every value different,
+    one word of a name changed, another scope or context)."""
+    if not change_cue(new) or still_cue(new):
+        return None
+    fitting = [
+        (i, text, sim)
+        for i, (text, sim) in enumerate(candidates)
+        if same_people(text, new, values(text, loose=True))
+    ]
+    if not fitting:
+        return None
+    i, old, sim = fitting[0]
+    if sim < NEAR_CUE or (len(fitting) > 1 and sim - fitting[1][2] < NEAR_MARGIN):
+        return None
+    old_now = values(old) - _replaced(old)
+    new_vals = values(new) - _replaced(new)
+    kept = old_now & values(new, loose=True)
+    fresh = {v for v in new_vals if not _known(v, values(old, loose=True))}
+    if not (topic(old) & topic(new) or kept) or not (fresh or old_now - kept):
+        return None
+    if not kept and len(_runs(old, old_now)) >= 3 and len(_runs(new, new_vals)) >= 3:
+        return None
+    if _split_name(new, fresh, kept) or _scopes(old) != _scopes(new):
+        return None
+    if other_context(old, new, ""):
+        return None
+    return i
