@@ -367,6 +367,9 @@ _WHOSE = re.compile(
     r"(?:\b(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er|[Tt]heir|[Yy]our|[A-Z][\w-]*'s)\s+(?:[a-z]+\s+)?"
     r"|^\s*|[.!?;:]\s*)$"
 )
+_NOUN_POSSESSIVE = re.compile(
+    r"\b(?:the|our|their|that|this)\s+(?P<who>[a-z]+\s+(?:team|group|department|squad|company|school|club))'s\s+(?P<next>\w+)"
+)
 _POSSESSIVE = re.compile(r"\b([A-Z][\w-]+)'s\b")
 _ZH_RELATION = re.compile(
     "|".join(sorted((w for w in _RELATION_WORDS if not w.isascii()), key=len, reverse=True))
@@ -391,6 +394,14 @@ def owners(text: str) -> frozenset[str]:
         for m in _POSSESSIVE.finditer(body)
         if not re.search(r"\b(?:St|Saint)\.?\s*$", body[: m.start()])  # St Mark's hall
     } - _PRONOUNS
+    # "the design team's retro": a group's thing (not "the car's insured", a contraction)
+    found |= {
+        m.group("who").lower()
+        for m in _NOUN_POSSESSIVE.finditer(body)
+        if not re.match(
+            r"(?:\w+ed|\w+ing|in|on|at|been|got|not|a|an|the|very|still|now)\b", m.group("next")
+        )
+    }
     for match in _ZH_RELATION.finditer(body):
         word = match.group()
         if word == "先生":

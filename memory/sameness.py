@@ -95,9 +95,14 @@ _ZH_RELATIVE = frozenset(
     上星期 下星期 刚才 平时 当时 那时 这次 上次 下次 每天 这几天 前几天 那天 今晚""".split()  # noqa: SIM905
 )
 _ZH_PLACE = re.compile(
-    rf"(?:^|(?<=[的在去到是从和与、，,。：:\s]))(?P<name>[{HAN}]{{2,4}}?"
+    rf"(?:^|(?<=[的在去到是从和与了于、，,。：:\s]))(?P<name>[{HAN}]{{2,4}}?"
     r"(?:咖啡|医院|诊所|药房|药店|超市|银行|公司|健身房|幼儿园|小学|中学|大学|学校|酒店|餐厅|饭店"
-    r"|书店|花店|宠物医院|驿站|中心|广场|大厦|菜鸟驿站))"
+    r"|书店|花店|宠物医院|驿站|中心|广场|大厦|菜鸟驿站|养老院|护理院|敬老院|疗养院|培训班|俱乐部))"
+)
+_UNITS = frozenset("minute hour day week month year time night session lesson".split())  # noqa: SIM905
+_ZH_TIME = re.compile(
+    r"(?:每个?)?(?:周|星期|礼拜)[一二三四五六日天末]|[上下中]午|早上|晚上|傍晚|凌晨"
+    r"|(?:\d{1,2}|[一二三四五六七八九十]{1,3})点(?:半|\d{1,2}分?)?"
 )
 _NUMBER_WORDS = frozenset(
     """one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty
@@ -160,11 +165,13 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
     # surname with a title or 小/老: 张阿姨, 王老师, 小杨 (jieba often splits them)
     found.update(m.group("name") for m in _ZH_PLACE.finditer(body))
     found.update(m.group() for m in _ZH_TITLED.finditer(body))
+    found.update(_zh_value(m.group()) for m in _ZH_TIME.finditer(body))
     found.discard("阿姨")
-    for word in latin:  # "two-week sprints", "three weeks": a number in words
-        head = word.lower().split("-")[0]
-        if head in _NUMBER_WORDS:
-            found.add(head)
+    for i, word in enumerate(latin):  # "two-week sprints", "three weeks": a number in words
+        parts = word.lower().split("-")
+        unit = parts[1] if len(parts) > 1 else (latin[i + 1].lower() if i + 1 < len(latin) else "")
+        if parts[0] in _NUMBER_WORDS and unit.rstrip("s") in _UNITS:
+            found.add(parts[0])
     who = speaker(body)
     if who is not None and who != "me":  # "Lena works on …": the person is a value too
         found.add(who)
@@ -221,9 +228,20 @@ def same_people(old: str, new: str, old_values: frozenset[str] = frozenset()) ->
     a, b = _who(old), _who(new)
     if b is not None and b in old_values:
         b = None
-    if _people(old) - {a} != _people(new) - {b} - old_values:  # "Lily's piano" is Lily's
+    # whose it is, said in the main clause ("外婆上周转到了…，妈妈也放心一些" is 外婆's)
+    if _people(_main(old)) - {a} != _people(_main(new)) - {b} - old_values:
         return False
     return a is None or b is None or a == b
+
+
+_MAIN_END = re.compile(
+    r"\s[\u2014\u2013-]\s|[;；。!?！？]|[，,]\s*(?:because|since|so|as|and|but|which|though|那边|他|她|也|因为|所以|不过)"
+)
+
+
+def _main(text: str) -> str:
+    """The statement up to its first clause of detail or reason."""
+    return _MAIN_END.split(unicodedata.normalize("NFKC", text), maxsplit=1)[0]
 
 
 def _people(text: str) -> frozenset[str]:
