@@ -640,6 +640,9 @@ class ConclusionStore:
         judged = [
             (old, verdict) for old, sim in near_rows if (verdict := near(old.text, text, sim))
         ]
+        if len(judged) > 1:  # several fit: the one whose value the new text names, if one
+            naming = [(old, v) for old, v in judged if values(old.text) & values(text, loose=True)]
+            judged = naming if len(naming) == 1 else judged
         if judged:
             first, (action, why) = judged[0]
             others = [old for old, _ in judged[1:]]
@@ -1350,9 +1353,14 @@ def _may_share(keys: set[str], other: set[str]) -> bool:
             # Chinese keys carry no spaces: their nouns, one set holding the other ("把营养师"
             # / "现在看的营养师"; not 星河计划的数据库 / 白鹭项目的数据库)
             na, nb = topic(a), topic(b)
-            if re.search(f"[{HAN}]", a + b) and na and nb and (na <= nb or nb <= na):
+            if re.search(f"[{HAN}]", a + b) and na and nb and (_within(na, nb) or _within(nb, na)):
                 return True
     return False
+
+
+def _within(words: frozenset[str], other: frozenset[str]) -> bool:
+    """Is every word of one set inside a word of the other (项目 in 项目组)?"""
+    return all(any(w in o for o in other) for w in words)
 
 
 def _words_shared(keys: set[str], other: set[str]) -> bool:

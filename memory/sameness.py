@@ -300,7 +300,7 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
     if similarity < NEAR_NAMED or not same_people(old, new, values(old, loose=True)):
         return None
     t_old, t_new = topic(old), topic(new)
-    shared, only_old, only_new = t_old & t_new, t_old - t_new, t_new - t_old
+    shared, only_old, only_new = _overlap(t_old, t_new)
     replaced_new = _replaced(new)  # what the new text says is gone
     old_now = values(old) - _replaced(old)  # what the stored text holds now
     new_vals = (values(new) - replaced_new) | _named_short(old_now, new)
@@ -394,6 +394,20 @@ def _same_title(fresh: set[str], kept: set[str]) -> bool:
     """A new Chinese name with the title of a kept one (陈阿姨 for 张阿姨)."""
     titles = {m.group() for v in kept if (m := _ZH_TITLE_END.search(v))}
     return any(m.group() in titles for v in fresh if (m := _ZH_TITLE_END.search(v)))
+
+
+def _overlap(a: frozenset[str], b: frozenset[str]) -> tuple[set[str], set[str], set[str]]:
+    """Shared, only-in-a and only-in-b topic words; a Chinese word inside another one
+    counts as shared (周会 / 周会定: jieba cuts the same word differently in context)."""
+
+    def inside(word: str, other: frozenset[str]) -> bool:
+        return word in other or (
+            bool(_HAS_HAN.search(word))
+            and any(word in o or o in word for o in other if _HAS_HAN.search(o))
+        )
+
+    shared = {w for w in a if inside(w, b)} | {w for w in b if inside(w, a)}
+    return shared, {w for w in a if not inside(w, b)}, {w for w in b if not inside(w, a)}
 
 
 def _kind(value: str) -> str:
@@ -519,7 +533,7 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     new_vals = values(new) - _replaced(new)
     kept = old_now & values(new, loose=True)
     fresh = {v for v in new_vals if not _known(v, values(old, loose=True))}
-    if not (topic(old) & topic(new) or kept) or not (fresh or old_now - kept):
+    if not (_overlap(topic(old), topic(new))[0] or kept) or not (fresh or old_now - kept):
         return None
     if not kept and len(_runs(old, old_now)) >= 3 and len(_runs(new, new_vals)) >= 3:
         return None
