@@ -60,6 +60,7 @@ _ZH_CUE = re.compile(
     r"|推迟|提前|挪到|转学|转到|搬到|搬去|不再|不用了|不去了|现在|如今|目前|以后|从此|已经|新的"
     r"|接手|接替|取代|代替|重新|换回|改回|其实|说错|搞错|记错|纠正|更正|不是"
     r"|顺延|延期|延到|延后|改期|提早|转到|转去|调去|调到|请回|回来|换了人|来管|负责了"
+    r"|交给|转交|移交|往后推|推了|定在了|拍板"
 )
 # a statement that something still holds: "still", 还是, 一直 (a restatement, not a change)
 _STILL = re.compile(
@@ -177,7 +178,7 @@ _ZH_OLD: tuple[re.Pattern[str], ...] = (
     # 那个驿站关了, 王师傅调去别的小区了, 林医生退休了: the value that went away
     re.compile(
         rf"(?:^|[{_P}])(?P<old>[^{_P}]{{2,10}}?)(?:已经)?(?:关了|关门了|倒闭了|停业了|搬走了|不干了"
-        r"|退休了|离职了|辞职了|调走了|调去|去外地|回老家)"
+        r"|退休了|离职了|辞职了|调走了|调去|去外地|回老家|休产假|休假了|请长假)"
     ),
     re.compile(rf"(?:^|[{_P}])(?P<old>[^{_P}]{{2,12}}?)不(?:用|去|看|坐|骑|喝)了"),
     # 我不挤地铁了, 不开车了: the thing no longer done
@@ -284,7 +285,8 @@ _LATIN = re.compile(rf"[^\W_{HAN}]+(?:[-'.:][^\W_{HAN}]+)*")
 _NOT_NAMES = frozenset(
     """i we you he she they it my our the a an this that these those from for to in on at
     and but or so now then also still again instead dr mr mrs ms sorry actually well oh
-    yes ok okay hey btw heads just update note fyi""".split()  # noqa: SIM905 - a word list reads better as text
+    yes ok okay hey btw heads just update note fyi since because when after before if as
+    while though although once until unless""".split()  # noqa: SIM905 - a word list reads better as text
 )
 
 
@@ -367,6 +369,12 @@ _WHOSE = re.compile(
     r"(?:\b(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er|[Tt]heir|[Yy]our|[A-Z][\w-]*'s)\s+(?:[a-z]+\s+)?"
     r"|^\s*|[.!?;:]\s*)$"
 )
+# what follows "X's" when it is "X is" / "X has": a participle, an adverb, a preposition
+_CONTRACTED = re.compile(
+    r"\s+(?:\w+ed|\w+ing|been|got|gone|not|off|away|back|out|in|on|at|into|a|an|the|very|still"
+    r"|now|just|always|never|also|here|there|done|over|up|down)\b",
+    re.IGNORECASE,
+)
 _NOUN_POSSESSIVE = re.compile(
     r"\b(?:the|our|their|that|this)\s+(?P<who>[a-z]+\s+(?:team|group|department|squad|company|school|club))'s\s+(?P<next>\w+)"
 )
@@ -389,11 +397,15 @@ def owners(text: str) -> frozenset[str]:
         for m in re.finditer(r"[A-Za-z]+", body)
         if m.group().lower() in _RELATION_WORDS and _WHOSE.search(body[: m.start()])
     }
-    found |= {
-        m.group(1).lower()
-        for m in _POSSESSIVE.finditer(body)
-        if not re.search(r"\b(?:St|Saint)\.?\s*$", body[: m.start()])  # St Mark's hall
-    } - _PRONOUNS
+    found |= (
+        {
+            m.group(1).lower()
+            for m in _POSSESSIVE.finditer(body)
+            if not re.search(r"\b(?:St|Saint)\.?\s*$", body[: m.start()])  # St Mark's hall
+            and not _CONTRACTED.match(body[m.end() :])  # "Priya's off to Chile" is "Priya is"
+        }
+        - _PRONOUNS
+    )
     # "the design team's retro": a group's thing (not "the car's insured", a contraction)
     found |= {
         m.group("who").lower()
