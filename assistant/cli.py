@@ -548,7 +548,12 @@ def cmd_memory(args: argparse.Namespace) -> int:
         return _emit(args, shown, lines)
     if action == "forget":
         forgotten = _call("memory_forget", id=args.id)
-        return _emit(args, forgotten, [f"forgotten: {_memory_line(forgotten)}"])
+        lines = [f"forgotten: {_memory_line(forgotten)}"]
+        lines += [
+            f"  with it ({other['status']}): {_memory_line(other)}"
+            for other in forgotten.get("also", [])
+        ]
+        return _emit(args, forgotten, lines)
     if action == "restore":
         restored = _call("memory_restore", id=args.id)
         return _emit(args, restored, [f"restored: {_memory_line(restored)}"])

@@ -218,10 +218,17 @@ def memory_show(services: Services, id: str) -> dict[str, Any]:
 
 
 def memory_forget(services: Services, id: str) -> dict[str, Any]:
-    forgotten = _store(services).forget(id)
-    if forgotten is None:
+    """Retire a conclusion; the rows that would otherwise answer in its place (the same
+    fact stored again, an older value whose replacement was missed) go with it and are
+    listed under `also`."""
+    done = _store(services).forget_with(id)
+    if not done:
         raise CommandError("NOT_FOUND", f"no active conclusion {id!r}", 404)
-    return _row(forgotten)
+    forgotten, *also = done
+    row = _row(forgotten)
+    if also:
+        row["also"] = [_row(other) for other in also]
+    return row
 
 
 def memory_restore(services: Services, id: str) -> dict[str, Any]:

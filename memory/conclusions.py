@@ -723,7 +723,7 @@ class ConclusionStore:
             for row in found:
                 if row.status == "superseded" and mentions(row.text, value):
                     head = self.chain(row.id)[-1]
-                    if head.status == "active" and not mentions(head.text, value):
+                    if head.status == "active" and head.id != row.id:
                         heads[head.id] = head
             rows = [
                 row

@@ -48,7 +48,7 @@ _EN_CUE = re.compile(
     r"|tak(?:es|ing)\s+over|no\s+longer|any\s?more|now|these\s+days|from\s+now\s+on"
     r"|from\s+next|starting|as\s+of|became|become|used\s+to|sold|ditched|dropped|gave\s+up"
     r"|got\s+rid\s+of|stopped|quit|transferr?(?:ed|ing)|relocated|again|new"
-    r"|pushed\s+to|signed\s+up|went\s+with|going\s+with|handed\s+over|took\s+on|back\s+to"
+    r"|pushed\s+to|signed\s+up|went\s+with|going\s+with|hand(?:ed|s|ing)|passe[sd]|took\s+on|back\s+to"
     r"|actually|correction|I\s+meant|mixed\s+(?:it|them)\s+up|got\s+(?:it|that)\s+wrong"
     r"|reassigned|rotated|promoted|renamed|rebooked|cancell?ed|instead|migrat(?:ed|ing)"
     r"|stretch(?:ed)?|extended|shortened|reduced|increased|raised|lowered|bumped|cut\s+to"
@@ -160,7 +160,7 @@ _EN_GONE = re.compile(
     r"(?:^|[,;.]\s+|\b(?:since|because|as|now\s+that)\s+)(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?"
     r"[A-Z][\w'&-]*(?:\s+[A-Z][\w'&-]*){0,3})\s+(?:has\s+|had\s+|just\s+)?"
     r"(?:retired|left|quit|closed(?:\s+down)?|shut\s+down|moved\s+away|went\s+bust|stepped\s+down"
-    r"|passed\s+away|is\s+gone|is\s+no\s+more)\b"
+    r"|passed\s+away|is\s+gone|is\s+no\s+more|went\s+on\s+leave|is\s+on\s+leave)\b"
 )
 _EN_FROM_TO = re.compile(
     r"\bfrom\s+(?:the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:]+?)\s+(?:to|into|for)\s+(?P<new>[^,.;:]+)",

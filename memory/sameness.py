@@ -105,6 +105,11 @@ _ZH_TIME = re.compile(
     r"(?:每个?)?(?:周|星期|礼拜)[一二三四五六日天末]|[上下中]午|早上|晚上|傍晚|凌晨"
     r"|(?:\d{1,2}|[一二三四五六七八九十]{1,3})点(?:半|\d{1,2}分?)?"
 )
+# one capitalised word, then a verb in the third person: a person ("Yusuf coaches …")
+_LEADING_PERSON = re.compile(
+    r"^(?P<name>[A-Z][a-z]{2,})\s+(?:still\s+|now\s+|also\s+|usually\s+)?"
+    r"(?!is\b|has\b|was\b|does\b|goes\b)[a-z]{3,}s\b"
+)
 _NUMBER_WORDS = frozenset(
     """one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty
     forty fifty sixty hundred half""".split()  # noqa: SIM905
@@ -183,6 +188,8 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
     who = speaker(body)
     if who is not None and who != "me":  # "Lena works on …": the person is a value too
         found.add(who)
+    elif who is None and (lead := _LEADING_PERSON.match(body)):
+        found.add(lead.group("name").lower())  # "Yusuf coaches the under-nines"
     return frozenset(found)
 
 
@@ -312,7 +319,7 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
         return None
     t_old, t_new = topic(old), topic(new)
     shared, only_old, only_new = _overlap(t_old, t_new)
-    shared |= _han_shared(old, new)
+    shared |= _han_shared(old, new) | _named_topic(old, t_new) | _named_topic(new, t_old)
     replaced_new = _replaced(new)  # what the new text says is gone
     old_now = values(old) - _replaced(old)  # what the stored text holds now
     new_vals = (values(new) - replaced_new) | _named_short(old_now, new)
@@ -444,6 +451,12 @@ def _han_shared(old: str, new: str) -> set[str]:
 _FUNCTION_HAN = frozenset(
     "的了是在和与也就都还又吗呢吧啊个把被给我你他她们这那有不没到去来上下说要会能"
 )
+
+
+def _named_topic(text: str, other_topic: frozenset[str]) -> set[str]:
+    """Topic words the other statement writes inside a name here ("Harrow Vets" / "a new
+    vet")."""
+    return {stem(v) for v in values(text, loose=True) if not _HAS_HAN.search(v)} & other_topic
 
 
 def _kind(value: str) -> str:

@@ -402,3 +402,163 @@ def test_memory_recall_as_of_answers_from_the_value_valid_then(
     assert [c["text"] for c in then["conclusions"]] == ["My dentist is Dr. Wu."]
     assert then["conclusions"][0]["status"] == "superseded" and then["as_of"] == "2026-04-01"
     assert bad["error"] == "INVALID_ARGUMENTS" and "not a date" in bad["detail"]
+
+
+# -- a statement's parts (memory.sameness), session 12 ------------------------------------------
+# Sentences written for these tests, none from a bench scenario.
+
+
+def test_values_and_topic_in_both_languages() -> None:
+    from memory.sameness import topic, values
+
+    assert {"harrow", "okoye"} <= values(
+        "Our rabbit Pip sees Dr. Okoye at Harrow Vets.", loose=True
+    )
+    assert "three" in values("The lease now runs for three years.")
+    assert "three" not in values("Three of us went.")  # a number word needs a unit
+    zh = values("我家狗狗的美容店从周二下午改到了周五上午，还是陈师傅剪。")
+    assert {"周二", "下午", "周五", "上午", "陈师傅"} <= zh
+    assert "十二月三号" in values("家长会改到十二月三号了。")
+    assert "拾光书店" in values("我平时去楼下的拾光书店看书。")  # a name jieba does not know
+    assert not {"上个月", "一杯"} & values("上个月我每天喝一杯豆浆。")  # relative dates, quantities
+    assert {"rabbit", "vet"} <= topic("Our rabbit sees a vet every spring.")
+    assert "狗狗" in topic("我家狗狗的美容店从周二下午改到了周五上午")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "verdict"),
+    [
+        (
+            "Our rabbit Pip sees Dr. Okoye at Harrow Vets.",
+            "We've moved Pip to a new vet, Dr. Brandt at Elm Lane, which is nearer.",
+            "update",
+        ),
+        (
+            "The allotment committee meets on the second Tuesday of the month.",
+            "The allotment committee meeting moved to the last Friday of the month.",
+            "update",
+        ),
+        (
+            "Yusuf coaches the under-nines.",
+            "Yusuf still coaches the under-nines, yes.",
+            "restatement",
+        ),
+        ("我家狗狗的美容师是周师傅。", "狗狗的美容以后由吴师傅来做，周师傅太忙了。", "update"),
+        ("我们的读书会每周四晚上八点。", "读书会还是周四晚上，没有变。", "restatement"),
+        # look-alikes: another person of the same family name, another meeting, a name
+        # opening the sentence, one project for another, another relation
+        ("My cousin Ada Novak lives in Brno now.", "My cousin Ida Novak lives in Brno now.", None),
+        (
+            "The Red Quarry review with Lea Stein moved to 4 May 2026 at 10:00.",
+            "The Red Quarry review with Tom Ruiz moved to 9 June 2026 at 15:30.",
+            None,
+        ),
+        ("Nora Field prefers calls before 10:00.", "Nora Brandt prefers calls before 16:00.", None),
+        ("我们决定星光项目组用 Terraform 部署。", "我们决定海燕项目组用 Terraform 部署。", None),
+        ("My tutor Ben Hale lives in Oslo now.", "My roommate Sam Pike lives in Oslo now.", None),
+        ("我的导师李卫东现在住在青岛。", "我的导师李明现在住在厦门。", None),
+        ("I use a Kindle for reading at home.", "I switched my work tablet to an iPad.", None),
+    ],
+)
+def test_near_judges_by_the_statements_parts(old: str, new: str, verdict: str | None) -> None:
+    from memory.sameness import near
+
+    judged = near(old, new, 0.93)
+    assert (judged[0] if judged else None) == verdict, judged
+
+
+def test_a_replacement_retires_every_wording_of_the_old_value(store: ConclusionStore) -> None:
+    store.remember("I buy my bread at the Kornblume bakery on Hill Road.")
+    store.remember(
+        "Our bread comes from Kornblume, the bakery on Hill Road."
+    )  # stored apart or not
+    done = store.remember("Kornblume closed, so I get my bread at Backhaus Mayer now.")
+    assert done.action == "superseded"
+    assert _active(store) == ["Kornblume closed, so I get my bread at Backhaus Mayer now."]
+
+
+def test_a_value_that_went_away_is_replaced(store: ConclusionStore) -> None:
+    store.remember("我家狗狗的美容师是周师傅。")
+    done = store.remember("周师傅回老家了，狗狗以后由吴师傅来剪。")
+    assert done.action == "superseded", done.decision
+    assert _active(store) == ["周师傅回老家了，狗狗以后由吴师傅来剪。"]
+
+
+def test_going_back_to_an_earlier_value_replaces_the_current_one(store: ConclusionStore) -> None:
+    store.remember("Our weekly stand-in chair is Priyanka.")
+    assert store.remember("Priyanka handed the chair over to Oskar.").action == "superseded"
+    done = store.remember("Oskar went on leave, so we went back to Priyanka.")
+    assert done.action == "superseded", done.decision
+    assert [c.text for c in store.recall("who chairs the weekly meeting?", 1)][0].endswith(
+        "back to Priyanka."
+    )
+
+
+def test_forget_takes_restatements_and_missed_older_values_with_it(
+    store: ConclusionStore,
+) -> None:
+    old = store.remember("My swimming lane at the Eastside pool is lane 4.")
+    # an update the rules cannot link (no shared word, no cue): stored as a row of its own
+    store.database.write(
+        "UPDATE conclusions SET valid_from = valid_from - 100 WHERE id = ?", (old.conclusion.id,)
+    )
+    new = store.remember("At the Eastside pool I now swim in lane 6.")
+    if new.action == "superseded":  # linked on write: forgetting the new one leaves no old one
+        assert store.forget_with(new.conclusion.id)[0].status == "retired"
+    else:
+        done = store.forget_with(new.conclusion.id)
+        assert [row.id for row in done[1:]] == [old.conclusion.id]
+        assert done[1].status == "superseded"
+    assert not store.recall("which lane do I swim in?", 5)
+
+
+def test_forget_through_the_cli_lists_what_went_with_it(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    for text in (
+        "I play badminton at the Kelso Hall.",
+        "I play badminton at Kelso Hall, every week.",
+    ):
+        assert run_cli(home, "ask", f"remember that {text}").returncode == 0
+    rows = json.loads(run_cli(home, "memory", "list", "--json").stdout)
+    rows = rows["conclusions"] if isinstance(rows, dict) else rows
+    target = rows[0]["id"]
+    shown = run_cli(home, "memory", "forget", target)
+    assert shown.returncode == 0, shown.stderr
+    assert "forgotten:" in shown.stdout
+    after = json.loads(run_cli(home, "memory", "list", "--json").stdout)
+    after = after["conclusions"] if isinstance(after, dict) else after
+    assert after == []
+    if len(rows) > 1:  # stored as two rows: the second went with the first, and says so
+        assert "with it" in shown.stdout
+
+
+def test_a_replaced_row_lends_its_words_to_its_successor(store: ConclusionStore) -> None:
+    store.remember("The youth orchestra rehearses at the Grange Hall.")
+    store.remember("Our sister's rowing club trains at the Weir.")
+    done = store.remember("The Grange Hall shut down, so we're at St Aidan's now for rehearsals.")
+    assert done.action == "superseded"
+    hits = store.recall("where does the youth orchestra rehearse?", 3)
+    assert "St Aidan's" in hits[0].text
+
+
+def test_a_chatty_restatement_keeps_the_wording_that_names_the_thing(
+    store: ConclusionStore,
+) -> None:
+    store.remember("I drive a green Skoda Fabia estate.")
+    done = store.remember("Still pottering about in the Skoda Fabia, it never lets me down.")
+    assert done.action == "restated"
+    assert _active(store) == ["I drive a green Skoda Fabia estate."]
+
+
+def test_a_verb_used_as_a_noun_is_no_order() -> None:
+    from memory.instructions import instruction_to_assistant
+
+    assert instruction_to_assistant("Change of plan: we're flying to Bergen after all.") is None
+    assert instruction_to_assistant("Update on the flat: the viewing is on Monday.") is None
+    assert instruction_to_assistant("Change all my notes to lowercase from now on.") is not None
+
+
+def test_a_changed_password_is_masked_too() -> None:
+    from memory.redact import Redactor
+
+    assert "4821" not in Redactor().text("家里门锁的密码改成了 4821。")

@@ -156,9 +156,11 @@ def memory_tools(store: ConclusionStore) -> list[Tool]:
     def preview_forget(args: BaseModel, context: ToolContext) -> GuardedPreview:
         assert isinstance(args, ForgetArgs)
         found = target_of(args)
+        same, older = store.linked(found) if found.status == "active" else ([], [])
+        also = "".join(f"; with it: {row.id} {row.text!r}" for row in [*same, *older])
         return GuardedPreview(
             summary=f"forget {found.id}: {found.text!r} ({found.kind}, "
-            f"since {time.strftime('%Y-%m-%d', time.localtime(found.valid_from))})",
+            f"since {time.strftime('%Y-%m-%d', time.localtime(found.valid_from))}){also}",
             state={found.id: _fingerprint(found)},
         )
 
@@ -186,10 +188,14 @@ def memory_tools(store: ConclusionStore) -> list[Tool]:
                 )
         else:
             found = target_of(args)
-        forgotten = store.forget(found.id)
-        if forgotten is None:
+        done = store.forget_with(found.id)
+        if not done:
             raise ToolError("NOT_FOUND", f"no active conclusion with id {found.id!r}")
+        forgotten, *also = done
         restore = f"assistant memory restore {found.id}"
-        return {"action": "retired", **_row(forgotten), "restore": restore}
+        result = {"action": "retired", **_row(forgotten), "restore": restore}
+        if also:  # the same fact stored again, or an older value it had replaced
+            result["also"] = [_row(row) for row in also]
+        return result
 
     return [memory_remember, memory_recall, memory_forget]
