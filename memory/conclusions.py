@@ -676,7 +676,7 @@ class ConclusionStore:
                 for row in self._get_many(hit.id for hit in hits).values()
                 if mentions(row.text, value)
                 and owners(row.text) - owners(value) == new_owners
-                and _same_speaker(who, speaker(row.text), value)
+                and _same_speaker(who, speaker(row.text), value, text)
                 and not other_context(row.text, text, value)
             ]
             if keys and _normalised(value) not in keys:
@@ -1329,13 +1329,22 @@ def _names_subject(text: str, keys: set[str]) -> bool:
     return False
 
 
-def _same_speaker(new: str | None, old: str | None, replaced: str) -> bool:
+def _same_speaker(new: str | None, old: str | None, replaced: str, text: str = "") -> bool:
     """Can a change by `new` replace a row about `old`? "Anna switched from tea to juice"
     does not end "I switched from tea to coffee"; "Sofia took over from Lucas" does end
-    "Lucas is the lead" (the replaced value is that row's person)."""
+    "Lucas is the lead" (the replaced value is that row's person), and "Priya took over
+    from Marcus as our captain" ends "… and Marcus is the captain" (one takes another's
+    place)."""
     if new is None or old is None or new == old:
         return True
-    return mentions(replaced, old)
+    return mentions(replaced, old) or bool(_TAKEOVER.search(text))
+
+
+_TAKEOVER = re.compile(
+    r"\b(?:took|taken|takes|taking)\s+over\b|\breplac(?:ed|es|ing)\b|\bstepped\s+in\b"
+    r"|\bin\s+place\s+of\b|接替|接手|取代|顶替",
+    re.IGNORECASE,
+)
 
 
 def _may_share(keys: set[str], other: set[str]) -> bool:

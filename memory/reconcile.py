@@ -358,7 +358,7 @@ _RELATIONS = (
     "dad parents sister brother niece nephew grandma grandpa grandmother grandfather aunt "
     "uncle cousin friend colleague coworker boss neighbour neighbor girlfriend boyfriend "
     "mentor mentee landlord landlady tutor roommate flatmate housemate classmate teammate "
-    "导师 室友 同学 "
+    "导师 室友 同学 妈 爸 哥 姐 弟 妹 爸妈 父母 "
     "太太 妻子 老婆 爱人 丈夫 老公 先生 儿子 女儿 孩子 妈妈 爸爸 母亲 父亲 姐姐 妹妹 哥哥 弟弟 "
     "侄女 侄子 外甥 外甥女 奶奶 爷爷 外婆 外公 同事 朋友 邻居 表妹 表哥 表姐 表弟 舅舅 姑姑 阿姨"
 )
@@ -403,6 +403,7 @@ def owners(text: str) -> frozenset[str]:
             for m in _POSSESSIVE.finditer(body)
             if not re.search(r"\b(?:St|Saint)\.?\s*$", body[: m.start()])  # St Mark's hall
             and not _CONTRACTED.match(body[m.end() :])  # "Priya's off to Chile" is "Priya is"
+            and not re.match(r"\s+[A-Z]", body[m.end() :])  # "the Bishop's Arms" is a name
         }
         - _PRONOUNS
     )
@@ -425,7 +426,7 @@ def owners(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
-_ZH_ADDRESS = frozenset(["阿姨"])
+_ZH_ADDRESS = frozenset(["阿姨", "妈", "爸", "哥", "姐", "弟", "妹"])
 # "It's", "That's": no one's
 _PRONOUNS = frozenset("it that there here he she what who where let everyone nobody".split())  # noqa: SIM905
 
@@ -1054,7 +1055,7 @@ def clause_of(text: str, value: str) -> str:
     """The clause of `text` that names `value` (the people in "I've dropped Priya for
     Tom — he also does my brother's books" are in the first clause), or the whole text."""
     parts = re.split(
-        r"\s[\u2014\u2013-]\s|[;；。!?！？]|,\s*(?:because|since|as|and|but|so)\b", text
+        r"\s[\u2014\u2013-]\s|[;；。!?！？，]|,\s*(?:because|since|as|and|but|so)\b", text
     )
     for clause in parts:
         if value.lower() in clause.lower():

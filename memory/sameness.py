@@ -100,6 +100,12 @@ _ZH_PLACE = re.compile(
     r"(?:咖啡|医院|诊所|药房|药店|超市|银行|公司|健身房|幼儿园|小学|中学|大学|学校|酒店|餐厅|饭店"
     r"|书店|花店|宠物医院|驿站|中心|广场|大厦|菜鸟驿站|养老院|护理院|敬老院|疗养院|培训班|俱乐部))"
 )
+_ZH_VALUE_VERBS = frozenset(
+    "是 用 吃 在 去 到 成 找 住 叫 坐 喝 选 改用 换成 改成 用的是 吃的是".split()
+)  # noqa: SIM905
+_ZH_GENERIC_NOUNS = frozenset(
+    "时候 时间 地方 东西 事情 问题 情况 样子 那边 这边 家里 公司 单位 学校 医院 附近 里面 外面".split()  # noqa: SIM905
+)
 _UNITS = frozenset("minute hour day week month year time night session lesson".split())  # noqa: SIM905
 _ZH_TIME = re.compile(
     r"(?:每个?)?(?:周|星期|礼拜)[一二三四五六日天末]|[上下中]午|早上|晚上|傍晚|凌晨"
@@ -156,6 +162,16 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
         ):  # "the last Thursday of the month", not "last weekend"
             found.add(lower)
     words = zh_words(body)
+    for i, (word, flag) in enumerate(words[1:], start=1):
+        # what follows 是/用/吃/在… is the value, whatever jieba calls it (滴滴, 缬沙坦)
+        if (
+            words[i - 1][0] in _ZH_VALUE_VERBS
+            and len(word) >= 2
+            and flag[:1] in ("n", "x", "e")
+            and word not in _ZH_NOT_TOPIC
+            and word not in _ZH_GENERIC_NOUNS
+        ):
+            found.add(word)
     for i, (word, flag) in enumerate(words):
         if (
             not _HAS_HAN.search(word)
@@ -258,8 +274,12 @@ _MAIN_END = re.compile(
 
 
 def _main(text: str) -> str:
-    """The statement up to its first clause of detail or reason."""
-    return _MAIN_END.split(unicodedata.normalize("NFKC", text), maxsplit=1)[0]
+    """The statement up to its first clause of detail or reason (in Chinese, its first
+    clause: 我妈上个月从成都搬到杭州了，想离我姐近一点 is about 我妈)."""
+    body = unicodedata.normalize("NFKC", text)
+    if _HAS_HAN.search(body):
+        return re.split(r"[，,；;。！？!?]", body, maxsplit=1)[0]
+    return _MAIN_END.split(body, maxsplit=1)[0]
 
 
 def _people(text: str) -> frozenset[str]:
@@ -328,7 +348,7 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
     retired = {v for v in old_now if _known(v, replaced_new)}
     if retired:
         return None  # the new text names the stored value as replaced: the named-value rule's
-    kept = old_now & values(new, loose=True) | _named_short(old_now, new)
+    kept = {v for v in old_now if _known(v, values(new, loose=True))} | _named_short(old_now, new)
     if not kept and len(_runs(old, old_now)) >= 3 and len(_runs(new, new_vals)) >= 3:
         return None  # every name, date and number differs: another meeting, invoice, person
     if still_cue(new) and kept and not fresh and similarity >= NEAR_UPDATE:
