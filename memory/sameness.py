@@ -104,7 +104,8 @@ _ZH_VALUE_VERBS = frozenset(
     "是 用 吃 在 去 到 成 找 住 叫 坐 喝 选 改用 换成 改成 用的是 吃的是".split()
 )  # noqa: SIM905
 _ZH_GENERIC_NOUNS = frozenset(
-    "时候 时间 地方 东西 事情 问题 情况 样子 那边 这边 家里 公司 单位 学校 医院 附近 里面 外面".split()  # noqa: SIM905
+    """时候 时间 地方 东西 事情 问题 情况 样子 那边 这边 家里 公司 单位 学校 医院 附近 里面 外面
+    顾问 老师 医生 师傅 教练 阿姨 经理 律师""".split()  # noqa: SIM905
 )
 _UNITS = frozenset("minute hour day week month year time night session lesson".split())  # noqa: SIM905
 _ZH_TIME = re.compile(
@@ -185,7 +186,7 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
             found.add(word + following)
         elif flag in ("m", "mq") and not re.search(r"\d|[〇零二三四五六七八九十百千]{2}", word):
             continue  # 一杯, 多: a quantity, not a value
-        elif flag in _ZH_VALUE_TAGS or _ZH_WEEKDAY.match(word):
+        elif (flag in _ZH_VALUE_TAGS or _ZH_WEEKDAY.match(word)) and word not in _ZH_GENERIC_NOUNS:
             found.add(_zh_value(word))
     # a name jieba does not know, by the kind of place it ends in: 拾光咖啡, 益丰大药房; a
     # surname with a title or 小/老: 张阿姨, 王老师, 小杨 (jieba often splits them)
@@ -276,10 +277,19 @@ _MAIN_END = re.compile(
 def _main(text: str) -> str:
     """The statement up to its first clause of detail or reason (in Chinese, its first
     clause: 我妈上个月从成都搬到杭州了，想离我姐近一点 is about 我妈)."""
-    body = unicodedata.normalize("NFKC", text)
+    body = _FILLER.sub("", unicodedata.normalize("NFKC", text).strip())
     if _HAS_HAN.search(body):
         return re.split(r"[，,；;。！？!?]", body, maxsplit=1)[0]
     return _MAIN_END.split(body, maxsplit=1)[0]
+
+
+# what opens a sentence without saying anything: "对了，", "顺便说一句，", "By the way, "
+_FILLER = re.compile(
+    r"^(?:(?:对了|顺便说一句|顺便说下|顺便提一下|另外|还有|哦|噢|嗯|对|那个|说到这个|跟你说|告诉你|补充一下)"
+    r"[，,：:\s]*|(?:by\s+the\s+way|btw|oh|also|and|anyway|just\s+so\s+you\s+know|fyi|heads\s+up)"
+    r"[,:\s]+)+",
+    re.IGNORECASE,
+)
 
 
 def _people(text: str) -> frozenset[str]:
