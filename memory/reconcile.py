@@ -214,6 +214,13 @@ def _zh_left_behind(body: str) -> list[str]:
     return found
 
 
+_WHEN_TAIL = re.compile(
+    r"\s+(?:on\s+(?:the\s+)?\w+|last\s+\w+|this\s+\w+|next\s+\w+|yesterday|today|tonight"
+    r"|in\s+[A-Z]\w+|in\s+\d{4}|after\s+.+|when\s+.+|because\s+.+|since\s+.+|as\s+of\s+.+"
+    r"|at\s+the\s+(?:start|end)\s+of\s+.+|for\s+the\s+rest\s+of\s+.+)$",
+)
+
+
 def _zh_head(value: str) -> str:
     """A Chinese replaced value up to its first verb: 接替了老李负责周报 -> 老李."""
     value = re.sub("(?:那儿|那里|这儿|这里|那边|这边)$", "", value) or value
@@ -249,6 +256,7 @@ def old_values(text: str) -> tuple[str, ...]:
         value = _OLD_LEAD.sub("", value.strip(" '\"")).strip()
         if not _TITLE_END.search(value):  # a full stop ends the sentence, not "Dr."
             value = value.rstrip(".:")
+        value = _WHEN_TAIL.sub("", value)  # "Tomasz on Monday", "Marcus last week": Tomasz
         value = _zh_head(value)
         if value and len(value) <= 60:
             cleaned.append(value)

@@ -531,7 +531,7 @@ def _known(value: str, among: frozenset[str] | set[str]) -> bool:
 # words that make another thing of a statement: its scope (a work phone is not the home
 # one) and the things one owns (`memory.categories`)
 _SCOPES = frozenset(
-    "work home office school personal private business weekend weekday holiday".split()  # noqa: SIM905
+    "work home office school personal private business".split()  # noqa: SIM905
 )
 
 
