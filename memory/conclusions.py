@@ -1402,8 +1402,8 @@ def _speaker_first(found: list[Conclusion], query: str) -> list[Conclusion]:
     car do I drive?", no one else named) before rows about other people ("my sister
     drives a Fiat"); a question about someone ("who cuts Tom's hair?") before rows
     about anyone else."""
-    asked = owners(query)
-    if asked:
+    asked = owners(query) or (identifiers(query) & {o for c in found for o in owners(c.text)})
+    if asked:  # "who cuts Tom's hair?", "what number do I dial to reach Igor Brandt?"
         about = [c for c in found if owners(c.text) & asked]
     elif _FIRST_PERSON.search(query):
         about = [c for c in found if not owners(c.text)]

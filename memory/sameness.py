@@ -101,8 +101,8 @@ _ZH_PLACE = re.compile(
     r"|书店|花店|宠物医院|驿站|中心|广场|大厦|菜鸟驿站|养老院|护理院|敬老院|疗养院|培训班|俱乐部))"
 )
 _ZH_VALUE_VERBS = frozenset(
-    "是 用 吃 在 去 到 成 找 住 叫 坐 喝 选 改用 换成 改成 用的是 吃的是".split()
-)  # noqa: SIM905
+    "是 用 吃 在 去 到 成 找 住 叫 坐 喝 选 改用 换成 改成 用的是 吃的是".split()  # noqa: SIM905
+)
 _ZH_GENERIC_NOUNS = frozenset(
     """时候 时间 地方 东西 事情 问题 情况 样子 那边 这边 家里 公司 单位 学校 医院 附近 里面 外面
     顾问 老师 医生 师傅 教练 阿姨 经理 律师""".split()  # noqa: SIM905
@@ -246,8 +246,8 @@ def topic(text: str) -> frozenset[str]:
 
 
 RELATION_WORDS_ZH = frozenset(
-    """导师 室友 同学 太太 妻子 老婆 爱人 丈夫 老公 儿子 女儿 孩子 妈妈 爸爸 母亲 父亲 姐姐 妹妹 哥哥 弟弟
-    侄女 侄子 外甥 外甥女 奶奶 爷爷 外婆 外公 同事 朋友 邻居 表妹 表哥 表姐 表弟 舅舅 姑姑
+    """导师 室友 同学 太太 妻子 老婆 爱人 丈夫 老公 儿子 女儿 孩子 妈妈 爸爸 母亲 父亲
+    姐姐 妹妹 哥哥 弟弟 侄女 侄子 外甥 外甥女 奶奶 爷爷 外婆 外公 同事 朋友 邻居 表妹 表哥 表姐 表弟 舅舅 姑姑
     阿姨 父母 爸妈 家人""".split()  # noqa: SIM905
 )
 
@@ -299,9 +299,8 @@ def _people(text: str) -> frozenset[str]:
     for i, (word, flag) in enumerate(words[:-1]):
         if words[i + 1][0] != "的":
             continue
-        if flag in ("nr", "nrfg", "nrt") or _ZH_TITLED.fullmatch(word) or word in _ZH_OTHERS:
-            found.add(word)
-        elif re.search("(?:隔壁|邻居|对门)", word):
+        person = flag in ("nr", "nrfg", "nrt") or _ZH_TITLED.fullmatch(word)
+        if person or word in _ZH_OTHERS or re.search("(?:隔壁|邻居|对门)", word):
             found.add(word)
     return frozenset(found)
 
@@ -375,14 +374,13 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
     ):
         # the new text names the stored value and a new one of its kind, and says it
         # changed: "passed from Rafael to Nadia", "周医生去外地进修了，豆豆以后由林医生接手"
-        return "update", f"{', '.join(sorted(fresh)[:2])} in place of {', '.join(sorted(kept)[:2])}"
+        named = f"{', '.join(sorted(fresh)[:2])} in place of {', '.join(sorted(kept)[:2])}"
+        return "update", named
     if similarity < NEAR_UPDATE:
         return None  # the rules below need a closer statement than a named value does
-    if new_vals and not fresh and similarity >= NEAR_RESTATE:
-        if still_cue(new) or (
-            not dropped and (t_new <= t_old or t_old <= t_new or len(new_vals) >= 2)
-        ):
-            return "restatement", f"the same values ({', '.join(sorted(new_vals)[:3])})"
+    same_values = not dropped and (t_new <= t_old or t_old <= t_new or len(new_vals) >= 2)
+    if new_vals and not fresh and similarity >= NEAR_RESTATE and (still_cue(new) or same_values):
+        return "restatement", f"the same values ({', '.join(sorted(new_vals)[:3])})"
     if fresh and shared and change_cue(new) and not (still_cue(new) and not dropped):
         if only_new and not (
             change_cue(new)
@@ -395,6 +393,8 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
             return None
         if other_context(old, new, ""):
             return None  # another project, meeting or place beside the new value
+        if _split_name(new, fresh, kept):
+            return None  # "with Luisa Hoffmann" / "with Hanna Hoffmann": two people
         why = "a new value" + (" with a change cue" if change_cue(new) else "")
         return "update", f"{why}, same topic ({', '.join(sorted(shared)[:3])})"
     who = _who(new)

@@ -489,9 +489,8 @@ def test_going_back_to_an_earlier_value_replaces_the_current_one(store: Conclusi
     assert store.remember("Priyanka handed the chair over to Oskar.").action == "superseded"
     done = store.remember("Oskar went on leave, so we went back to Priyanka.")
     assert done.action == "superseded", done.decision
-    assert [c.text for c in store.recall("who chairs the weekly meeting?", 1)][0].endswith(
-        "back to Priyanka."
-    )
+    top = next(iter(store.recall("who chairs the weekly meeting?", 1)))
+    assert top.text.endswith("back to Priyanka.")
 
 
 def test_forget_takes_restatements_and_missed_older_values_with_it(
@@ -562,3 +561,27 @@ def test_a_changed_password_is_masked_too() -> None:
     from memory.redact import Redactor
 
     assert "4821" not in Redactor().text("家里门锁的密码改成了 4821。")
+
+
+def test_every_scenario_file_is_a_runnable_scenario() -> None:
+    """bench/scenarios/*.yaml is data the bench runs: each loads, has its 40+ steps (the
+    issue's size), and every value it checks is written in its step's text."""
+    import importlib.util
+    import sys
+
+    bench = Path(__file__).resolve().parent.parent / "bench"
+    spec = importlib.util.spec_from_file_location("memory_updates", bench / "memory_updates.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look themselves up there
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.modules.pop(spec.name, None)
+    files = sorted((bench / "scenarios").glob("*.yaml"))
+    assert len(files) >= 3
+    for path in files:
+        _, steps = module.load_scenario(path)
+        assert len(steps) >= 40, path.name
+        for step in steps:
+            assert step.forget or step.value.lower() in step.text.lower(), (path.name, step.text)
