@@ -26,6 +26,15 @@ def cli_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+# `python -m assistant ARGS`, with Ctrl-C raising KeyboardInterrupt as at a terminal even when
+# the test run itself ignores SIGINT (a background job of a non-interactive shell does, and
+# a child inherits that; Python then leaves SIGINT ignored)
+_AS_AT_A_TERMINAL = (
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.argv[0] = 'assistant'; runpy.run_module('assistant', run_name='__main__', alter_sys=True)"
+)
+
+
 class TerminalRun:
     """`python -m assistant ARGS` with stdout on a pty (stderr on a pty too, or a pipe)."""
 
@@ -45,7 +54,7 @@ class TerminalRun:
         self._out, self._err = out_master, err_master
         self._lock = threading.Lock()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "assistant", *args],
+            [sys.executable, "-c", _AS_AT_A_TERMINAL, *args],
             stdin=stdin,
             stdout=out_slave,
             stderr=err_slave,
