@@ -358,7 +358,7 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
     if retired:
         return None  # the new text names the stored value as replaced: the named-value rule's
     kept = {v for v in old_now if _known(v, values(new, loose=True))} | _named_short(old_now, new)
-    if not kept and len(_runs(old, old_now)) >= 3 and len(_runs(new, new_vals)) >= 3:
+    if _all_differ(old, new, old_now, new_vals, kept):
         return None  # every name, date and number differs: another meeting, invoice, person
     if still_cue(new) and kept and not fresh and similarity >= NEAR_UPDATE:
         # "Still running around in the Kia Niro", "配药我还是去益丰": it holds as stored
@@ -391,7 +391,7 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
             # the new statement is about more than the stored one: "my work phone" is no
             # value of "I use a ThinkPad for work", the "search" standup none of "billing"'s
             return None
-        if other_context(old, new, ""):
+        if other_context(old, _main(new), ""):
             return None  # another project, meeting or place beside the new value
         if _split_name(new, fresh, kept):
             return None  # "with Luisa Hoffmann" / "with Hanna Hoffmann": two people
@@ -431,6 +431,19 @@ def _runs(text: str, vals: set[str] | frozenset[str]) -> list[set[str]]:
     han = [v for v in vals if _HAS_HAN.search(v)]
     runs += [{v} for v in han if not any(v != w and v in w for w in han)]
     return runs
+
+
+def _all_differ(
+    old: str, new: str, old_now: frozenset[str] | set[str], new_vals: set[str], kept: set[str]
+) -> bool:
+    """Three or more names, dates or numbers a side and none kept: another meeting,
+    invoice or person of one template, unless every value is a day or time (one
+    schedule moved: 周六上午九点 -> 周日下午三点)."""
+    if kept or len(_runs(old, old_now)) < 3 or len(_runs(new, new_vals)) < 3:
+        return False
+    return not all(
+        _kind(v) in ("zh-time", "number") or v in _WEEKDAYS for v in {*old_now, *new_vals}
+    )
 
 
 def _split_name(text: str, fresh: set[str], kept: set[str]) -> bool:
@@ -614,7 +627,7 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     fresh = {v for v in new_vals if not _known(v, values(old, loose=True))}
     if not (_overlap(topic(old), topic(new))[0] or kept) or not (fresh or old_now - kept):
         return None
-    if not kept and len(_runs(old, old_now)) >= 3 and len(_runs(new, new_vals)) >= 3:
+    if _all_differ(old, new, old_now, new_vals, kept):
         return None
     if _split_name(new, fresh, kept) or _scopes(old) != _scopes(new):
         return None
