@@ -191,9 +191,12 @@ _ZH_OLD: tuple[re.Pattern[str], ...] = (
 
 
 _ZH_NO_MORE = re.compile(r"(?:不再|不)(?:去|用|找|买|喝|坐|看)了$")
-_ZH_NAMED_PLACE = re.compile(
-    rf"[{HAN}]{{2,4}}?(?:咖啡|医院|诊所|药房|药店|超市|银行|公司|健身房|幼儿园|学校|酒店|餐厅|饭店|书店|驿站)"
+# what a Chinese place's name ends in: 拾光咖啡, 益丰大药房, 松鹤养老院 (jieba knows few of them)
+ZH_PLACE_SUFFIXES = (
+    "咖啡|宠物医院|医院|诊所|大药房|药房|药店|超市|银行|公司|健身房|幼儿园|小学|中学|大学|学校|酒店"
+    "|餐厅|饭店|书店|花店|菜鸟驿站|驿站|中心|广场|大厦|养老院|护理院|敬老院|疗养院|培训班|俱乐部"
 )
+_ZH_NAMED_PLACE = re.compile(rf"[{HAN}]{{2,4}}?(?:{ZH_PLACE_SUFFIXES})")
 
 
 def _zh_left_behind(body: str) -> list[str]:
@@ -354,9 +357,8 @@ def mentions(text: str, value: str) -> bool:
     return bool(words) and words <= text_words
 
 
-_WEEKDAYS = frozenset(
-    ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-)
+WEEKDAYS = frozenset(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])
+_WEEKDAYS = WEEKDAYS
 
 
 # -- who a statement is about ------------------------------------------------------------------
@@ -372,6 +374,7 @@ _RELATIONS = (
 )
 _RELATION_WORDS = frozenset(_RELATIONS.split())
 RELATION_WORDS = frozenset(w for w in _RELATION_WORDS if w.isascii())
+ZH_RELATION_WORDS = frozenset(w for w in _RELATION_WORDS if not w.isascii())
 # what precedes a relation word that says whose it is (or a sentence start)
 _WHOSE = re.compile(
     r"(?:\b(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er|[Tt]heir|[Yy]our|[A-Z][\w-]*'s)\s+(?:[a-z]+\s+)?"
@@ -387,9 +390,7 @@ _NOUN_POSSESSIVE = re.compile(
     r"\b(?:the|our|their|that|this)\s+(?P<who>[a-z]+\s+(?:team|group|department|squad|company|school|club))'s\s+(?P<next>\w+)"
 )
 _POSSESSIVE = re.compile(r"\b([A-Z][\w-]+)'s\b")
-_ZH_RELATION = re.compile(
-    "|".join(sorted((w for w in _RELATION_WORDS if not w.isascii()), key=len, reverse=True))
-)
+_ZH_RELATION = re.compile("|".join(sorted(ZH_RELATION_WORDS, key=len, reverse=True)))
 _ZH_NAME_OWNER = re.compile(rf"([{HAN}]{{2,4}}?)的")
 
 

