@@ -389,16 +389,7 @@ class ConclusionStore:
         ]
         if not replaced:
             return scores, similarities
-        heads: dict[str, str] = {}
-        for row in replaced:
-            current, seen = row, {row.id}
-            while current.status == "superseded" and current.superseded_by not in seen:
-                newer = self.get(current.superseded_by or "")
-                if newer is None:
-                    break
-                seen.add(newer.id)
-                current = newer
-            heads[row.id] = current.id
+        heads = {row.id: self._newest(row).id for row in replaced}
         allowed = self.index.filter_ids(list(set(heads.values())), clauses, params)
         out, sims = {}, dict(similarities)
         for doc_id, score in scores.items():
@@ -722,7 +713,7 @@ class ConclusionStore:
             }
             for row in found:
                 if row.status == "superseded" and mentions(row.text, value):
-                    head = self.chain(row.id)[-1]
+                    head = self._newest(row)
                     if head.status == "active" and head.id != row.id:
                         heads[head.id] = head
             rows = [
@@ -1028,14 +1019,20 @@ class ConclusionStore:
         current = self.get(conclusion_id)
         if current is None:
             return []
-        seen = {current.id}
+        current = self._newest(current)
+        return [*reversed(self.history(current.id)), current]
+
+    def _newest(self, row: Conclusion) -> Conclusion:
+        """The last row of the chain `row` is in: the ones that replaced it, followed to
+        the end (a cycle or a missing row stops the walk)."""
+        current, seen = row, {row.id}
         while current.superseded_by and current.superseded_by not in seen:
             newer = self.get(current.superseded_by)
             if newer is None:
                 break
             seen.add(newer.id)
             current = newer
-        return [*reversed(self.history(current.id)), current]
+        return current
 
     # -- index maintenance --------------------------------------------------------------
 
