@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from clirun import run_cli
@@ -550,14 +551,13 @@ def test_a_changed_password_is_masked_too() -> None:
     assert "4821" not in Redactor().text("家里门锁的密码改成了 4821。")
 
 
-def test_every_scenario_file_is_a_runnable_scenario() -> None:
-    """bench/scenarios/*.yaml is data the bench runs: each loads, has its 40+ steps (the
-    issue's size), and every value it checks is written in its step's text."""
+def _bench_module(name: str) -> Any:
+    """A script of bench/ imported as a module (bench/ is no package)."""
     import importlib.util
     import sys
 
-    bench = Path(__file__).resolve().parent.parent / "bench"
-    spec = importlib.util.spec_from_file_location("memory_updates", bench / "memory_updates.py")
+    path = Path(__file__).resolve().parent.parent / "bench" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look themselves up there
@@ -565,10 +565,37 @@ def test_every_scenario_file_is_a_runnable_scenario() -> None:
         spec.loader.exec_module(module)
     finally:
         sys.modules.pop(spec.name, None)
-    files = sorted((bench / "scenarios").glob("*.yaml"))
+    return module
+
+
+def test_every_scenario_file_is_a_runnable_scenario() -> None:
+    """bench/scenarios/*.yaml is data the bench runs: each loads, has its 40+ steps (the
+    issue's size), and every value it checks is written in its step's text."""
+    module = _bench_module("memory_updates")
+    files = sorted((Path(__file__).resolve().parent.parent / "bench" / "scenarios").glob("*.yaml"))
     assert len(files) >= 3
     for path in files:
         _, steps = module.load_scenario(path)
         assert len(steps) >= 40, path.name
         for step in steps:
             assert step.forget or step.value.lower() in step.text.lower(), (path.name, step.text)
+
+
+@pytest.mark.parametrize("name", ["heldout11_last_a.yaml", "heldout12_last_b.yaml"])
+def test_scenarios_written_by_others_merge_no_look_alike(name: str) -> None:
+    """Two scenarios written by someone who saw neither this code nor its tests (their
+    wording is theirs): no fact about another person, team or thing is merged into the
+    user's own, and no fact is stored twice. (How many updates are recognised is a
+    bench number, docs/BENCHMARKS.md, not asserted here.)"""
+    module = _bench_module("memory_updates")
+    _, steps = module.load_scenario(
+        Path(__file__).resolve().parent.parent / "bench" / "scenarios" / name
+    )
+    result = module.run(steps, verbose=False)
+    wrong = [
+        (f["step"], f["update"])
+        for f in result["failures"]
+        if f["expected_action"] == "created" and f["action"] != "created"
+    ]
+    assert wrong == []
+    assert result["final_duplicates"] == [] and result["max_duplicates"] == 0
