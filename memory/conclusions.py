@@ -62,6 +62,8 @@ from memory.reconcile import (
 from memory.redact import Redactor
 from memory.sameness import (
     NEAR_UPDATE,
+    about_speaker,
+    named_relations,
     near,
     nearest_change,
     restates,
@@ -351,6 +353,12 @@ class ConclusionStore:
         )
         scores = {hit.id: hit.score for hit in hits}
         similarities = {hit.id: hit.similarity for hit in hits}
+        by_name = _by_name(query, self._get_many(scores).values())
+        if by_name is not None:  # "our son" asked, "Our son Haohao …" stored: ask for Haohao too
+            for hit in self.index.search(by_name, depth, where=where, params=where_params):
+                if hit.score > scores.get(hit.id, float("-inf")):
+                    scores[hit.id], similarities[hit.id] = hit.score, hit.similarity
+            scores = dict(sorted(scores.items(), key=lambda item: -item[1]))
         if inherit:
             scores, similarities = self._inherited(scores, similarities, clauses, params)
         if asked:
@@ -633,6 +641,10 @@ class ConclusionStore:
         ]
         if len(judged) > 1:  # several fit: the one whose value the new text names, if one
             naming = [(old, v) for old, v in judged if values(old.text) & values(text, loose=True)]
+            if len(naming) != 1 and about_speaker(text):
+                # or the one about the speaker's own thing: "吃饭挪到周六了" is ours, not
+                # the sister-in-law's Friday dinner that fits it as well
+                naming = [(old, v) for old, v in judged if about_speaker(old.text)]
             judged = naming if len(naming) == 1 else judged
         if judged:
             first, (action, why) = judged[0]
@@ -1401,12 +1413,45 @@ def _speaker_first(found: list[Conclusion], query: str) -> list[Conclusion]:
     about anyone else."""
     asked = owners(query) or (identifiers(query) & {o for c in found for o in owners(c.text)})
     if asked:  # "who cuts Tom's hair?", "what number do I dial to reach Igor Brandt?"
-        about = [c for c in found if owners(c.text) & asked]
+        # and the rows naming the asked relative by name ("Our son Haohao lives in
+        # Toronto" makes "Haohao works at Shopify" an answer to "where does our son work?")
+        names = {n for c in found for r, n in named_relations(c.text).items() if r in asked}
+        about = [c for c in found if owners(c.text) & asked or _names_any(c.text, names)]
     elif _FIRST_PERSON.search(query):
         about = [c for c in found if not owners(c.text)]
     else:
         return found
     return about + [c for c in found if c not in about] if about else found
+
+
+def _by_name(query: str, found: Iterable[Conclusion]) -> str | None:
+    """The question with the relative it asks about ("our son", 我女儿) replaced by the
+    name a found row gives them ("Our son Haohao lives in Toronto"), or None: a later
+    statement often names only the person ("Haohao works at Shopify")."""
+    asked = owners(query)
+    if not asked:
+        return None
+    names: dict[str, str] = {}
+    for row in found:
+        for rel, name in named_relations(row.text).items():
+            names.setdefault(rel, name)
+    renamed = query
+    for rel in asked & names.keys():
+        if rel.isascii():
+            pattern = rf"\b(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er|[Tt]heir|[Yy]our)\s+{re.escape(rel)}\b"
+        else:
+            pattern = f"(?:我们|我)?的?{re.escape(rel)}"
+        renamed = re.sub(pattern, names[rel], renamed)
+    return renamed if renamed != query else None
+
+
+def _names_any(text: str, names: set[str]) -> bool:
+    """Does the text name one of these people (a Chinese name anywhere, a Latin one as a word)?"""
+    lower = text.lower()
+    return any(
+        (n in lower) if re.search(f"[{HAN}]", n) else re.search(rf"\b{re.escape(n)}\b", lower)
+        for n in names
+    )
 
 
 def _ordered(found: list[Conclusion], asked: str | None) -> list[Conclusion]:

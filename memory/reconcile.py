@@ -52,7 +52,11 @@ _EN_CUE = re.compile(
     r"|actually|correction|I\s+meant|mixed\s+(?:it|them)\s+up|got\s+(?:it|that)\s+wrong"
     r"|reassigned|rotated|promoted|renamed|rebooked|cancell?ed|instead|migrat(?:ed|ing)"
     r"|stretch(?:ed)?|extended|shortened|reduced|increased|raised|lowered|bumped|cut\s+to"
-    r"|went\s+(?:up|down)|these\s+days|nowadays|since\s+then)\b",
+    r"|went\s+(?:up|down)|these\s+days|nowadays|since\s+then|for\s+the\s+time\s+being"
+    r"|for\s+a\s+while|temporarily|until\s+further\s+notice|covering|cover(?:s|ing)?\s+for"
+    r"|fill(?:s|ing)?\s+in|stand(?:s|ing)?\s+in|hired\s+by|joined|lately|recently"
+    r"|(?:this|next)\s+(?:term|semester|season)|(?:up|down)\s+to(?=\s+[\d$€£])"
+    r"|(?<![-\w])(?:old|former|previous)(?=\s+(?!friends?\b|school\b|days\b|times\b)[a-z]))\b",
     re.IGNORECASE,
 )
 _ZH_CUE = re.compile(
@@ -60,7 +64,8 @@ _ZH_CUE = re.compile(
     r"|推迟|提前|挪到|转学|转到|搬到|搬去|不再|不用了|不去了|现在|如今|目前|以后|从此|已经|新的"
     r"|接手|接替|取代|代替|重新|换回|改回|其实|说错|搞错|记错|纠正|更正"
     r"|顺延|延期|延到|延后|改期|提早|转到|转去|调去|调到|请回|回来|换了人|来管|负责了"
-    r"|交给|转交|移交|往后推|推了|定在了|拍板"
+    r"|交给|转交|移交|往后推|推了|定在了|拍板|下学期|下个月起|下周起|往后|这阵子|转投|改订|退掉|不续|没续"
+    r"|之前那|原来那|以前那|原先那|原来的|归[^，。,]{1,4}管|排在|跑[^，。,]{1,4}去了"
 )
 # a statement that something still holds: "still", 还是, 一直 (a restatement, not a change)
 _STILL = re.compile(

@@ -337,6 +337,38 @@ def _who(text: str) -> str | None:
     return found
 
 
+_NAMED_RELATION = re.compile(
+    r"\b(?:[Mm]y|[Oo]ur)\s+(?P<rel>[a-z]+)\s+(?P<name>[A-Z][a-z][\w-]*(?:\s+[A-Z][a-z][\w-]*)*)"
+)
+_ZH_NAMED_RELATION = re.compile(
+    rf"我(?:们)?(?:家)?的?(?P<rel>[{HAN}]{{1,3}}?)(?P<name>(?:小|老|阿)[{HAN}]|[{_SURNAMES}][{HAN}]{{1,2}}?)"
+    r"(?=[在是住的也还今昨前去要会刚，,。])"
+)
+
+
+def named_relations(text: str) -> dict[str, str]:
+    """The people a statement introduces by relation and name, relation -> lower-cased name:
+    "Our son Haohao lives in Toronto" {son: haohao}, 我女儿小雨… {女儿: 小雨}. Later
+    statements often name only the person ("Haohao works at Shopify")."""
+    body = unicodedata.normalize("NFKC", text)
+    found = {
+        m.group("rel").lower(): m.group("name").lower()
+        for m in _NAMED_RELATION.finditer(body)
+        if m.group("rel").lower() in RELATION_WORDS
+    }
+    found.update(
+        (m.group("rel"), m.group("name"))
+        for m in _ZH_NAMED_RELATION.finditer(body)
+        if m.group("rel") in RELATION_WORDS_ZH
+    )
+    return found
+
+
+def about_speaker(text: str) -> bool:
+    """Is the statement about the speaker's own thing (no other person opens or owns it)?"""
+    return _who(text) in (None, "me") and not _people(_main(text))
+
+
 def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
     """Does `new` replace (`update`) or restate `old`, judged by their parts? None when
     the evidence is not clear. `similarity` is their passage similarity."""
