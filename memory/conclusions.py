@@ -45,6 +45,7 @@ from memory.reconcile import (
     canonical_subject,
     change_cue,
     clause_of,
+    correction_cue,
     identifiers,
     mentions,
     old_values,
@@ -85,6 +86,10 @@ STATUSES: tuple[str, ...] = ("active", "superseded", "retired")
 # May" / "Ben's birthday is on 9 June"): at 10k rows most new facts had a neighbour above
 # 0.93. Similarity therefore only admits a candidate; what decides is structure: a shared
 # subject, or the same frame with only the value changed, or the same content words.
+# a correction with no subject of its own corrects the last row if it is this recent
+# (seconds) and this near: "Sorry, I got that wrong - they're Signia" after the hearing aids
+JUST_SAID = 15 * 60
+NEAR_JUST_SAID = 0.75
 SAME_STATEMENT = 0.955
 SAME_FRAME = 0.85
 CANDIDATES = 5
@@ -663,7 +668,30 @@ class ConclusionStore:
             old, verdict = self._typed_match(text, kind, slot)
             if old is not None:
                 return old, verdict, "the stored value is the kind of thing the subject names"
+        just_said = self._just_said(text, kind, similar)
+        if just_said is not None:
+            return just_said, "supersede", "corrects what was just said"
         return None, None, "nothing stored about the same thing"
+
+    def _just_said(
+        self, text: str, kind: str, similar: list[tuple[str, float]]
+    ) -> Conclusion | None:
+        """The row a correction without a subject of its own corrects ("Sorry, I got that
+        wrong — they're Signia"): the last one stored, if it is minutes old, of the same
+        kind, among the nearest, and the correction names a value it does not hold."""
+        if not correction_cue(text):
+            return None
+        rows = self.database.query(
+            "SELECT * FROM conclusions WHERE status = 'active' ORDER BY created_at DESC LIMIT 1"
+        )
+        last = next((Conclusion.from_row(row) for row in rows), None)
+        if last is None or last.kind != kind or time.time() - last.created_at > JUST_SAID:
+            return None
+        if not any(doc_id == last.id and sim >= NEAR_JUST_SAID for doc_id, sim in similar):
+            return None
+        fresh = values(text) - values(last.text, loose=True)
+        others = owners(text) - owners(last.text)
+        return last if fresh and not others else None
 
     def _named_old_value(self, text: str, keys: set[str]) -> tuple[Conclusion, str] | None:
         """The one active row stating the value a change says was replaced ("instead of

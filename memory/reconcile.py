@@ -82,6 +82,19 @@ def still_cue(text: str) -> bool:
     return bool(_STILL.search(unicodedata.normalize("NFKC", text)))
 
 
+_CORRECTION = re.compile(
+    r"\b(?:got\s+(?:it|that|this)\s+wrong|I\s+meant|correction|mixed\s+(?:it|them|those)\s+up"
+    r"|misspoke|my\s+mistake|my\s+bad|scratch\s+that|not\s+(?:the\s+\w+\s+)?(?:what\s+)?I\s+"
+    r"(?:said|told\s+you))\b|说错|记错|搞错|弄错|更正|纠正|口误|刚才说的不对",
+    re.IGNORECASE,
+)
+
+
+def correction_cue(text: str) -> bool:
+    """Does the text say the speaker got something wrong ("sorry, I got that wrong", 我记错了)?"""
+    return bool(_CORRECTION.search(unicodedata.normalize("NFKC", text)))
+
+
 @lru_cache(maxsize=8192)
 def change_cue(text: str) -> bool:
     """Does the text say that something changed (or holds from now on)?"""
@@ -436,6 +449,13 @@ def owners(text: str) -> frozenset[str]:
         # 阿姨 is a relative only as 我(的)阿姨; 刘阿姨, 家政阿姨 are how one addresses a woman
         if word in _ZH_ADDRESS and not re.search(r"我(?:的|家的?)?$", body[: match.start()]):
             continue
+        before = body[: match.start()]
+        if (
+            body[match.end() : match.end() + 1] == "家"
+            and re.search(f"[{HAN}]{{2}}(?:搬|住)[去到在进回]?$", before)
+            and not re.search("我(?:们)?(?:搬|住)[去到在进回]?$", before)
+        ):
+            continue  # 刘姐搬去女儿家住了: a place of 刘姐's, not whose the fact is
         found.add(word)
     return frozenset(found)
 

@@ -89,7 +89,8 @@ _ZH_NOT_TOPIC = frozenset(
 # time, number, measure word with number
 _ZH_VALUE_TAGS = frozenset(["nr", "nrfg", "nrt", "ns", "nt", "nz", "t", "m", "mq", "tg"])
 _ZH_TITLES = frozenset(
-    "医生 大夫 老师 教练 律师 师傅 经理 阿姨 叔叔 先生 女士 小姐 总 工".split()  # noqa: SIM905
+    """医生 大夫 老师 教练 律师 师傅 经理 阿姨 叔叔 先生 女士 小姐 总 工 大爷 大妈 大姐 大哥 大叔
+    大婶 主任 校长 会长 组长 队长 老板 班长""".split()  # noqa: SIM905
 )
 # dates said relative to now: no value of a slot
 _ZH_RELATIVE = frozenset(
@@ -128,14 +129,18 @@ _SURNAMES = (
     "万钱严覃武戴莫孔向汤"
 )
 _ZH_TITLED = re.compile(
-    rf"(?:[{_SURNAMES}](?:老师|医生|大夫|阿姨|叔叔|师傅|教练|律师|经理|总|姐|哥|工|护士)"
+    rf"(?:[{_SURNAMES}](?:老师|医生|大夫|阿姨|叔叔|师傅|教练|律师|经理|总|姐|哥|工|护士"
+    r"|大爷|大妈|大姐|大哥|大叔|大婶|主任|校长|会长|组长|队长|老板|班长)"
     rf"|[小老][{_SURNAMES}])"
 )
 _ZH_DATE = re.compile(
     r"(?:\d{1,2}|[一二三四五六七八九十]{1,3})月(?:\d{1,2}|[一二三四五六七八九十]{1,3})[日号]"
     r"|(?<![月\d一二三四五六七八九十])(?:\d{1,2}|[一二三四五六七八九十]{1,3})号"
 )
-_ZH_TITLE_END = re.compile("(?:老师|医生|大夫|阿姨|叔叔|师傅|教练|律师|经理|姐|哥|护士)$")
+_ZH_TITLE_END = re.compile(
+    "(?:老师|医生|大夫|阿姨|叔叔|师傅|教练|律师|经理|姐|哥|护士|大爷|大妈|大叔|大婶|主任|校长|会长|组长|队长"
+    "|老板|班长)$"
+)
 _ZH_WEEKDAY = re.compile("^(?:每个?|每逢)?(?P<day>(?:周|星期|礼拜)[一二三四五六日天末])$")
 
 
@@ -447,8 +452,13 @@ def _runs(text: str, vals: set[str] | frozenset[str]) -> list[set[str]]:
     latin = {v for v in vals if not _HAS_HAN.search(v)}
     runs: list[set[str]] = []
     current: set[str] = set()
-    for match in _LATIN_WORD.finditer(unicodedata.normalize("NFKC", text)):
+    body, end = unicodedata.normalize("NFKC", text), 0
+    for match in _LATIN_WORD.finditer(body):
         word = match.group().rstrip(".:").lower()
+        if current and body[end : match.start()].strip(" -"):
+            runs.append(current)  # "17号那块地…23号": Chinese between, two values
+            current = set()
+        end = match.end()
         if word in latin or word.rstrip("s") in latin:
             current.add(word)
         elif current:
