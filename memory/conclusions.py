@@ -646,6 +646,10 @@ class ConclusionStore:
         ]
         if len(judged) > 1:  # several fit: the one whose value the new text names, if one
             naming = [(old, v) for old, v in judged if values(old.text) & values(text, loose=True)]
+            if len(naming) != 1:
+                # or the one sharing a topic word with the clause that states the new value
+                # ("They put their prices up…, so all my billing runs through Zoho Invoice")
+                naming = [(old, v) for old, v in judged if _shares_value_clause(old.text, text)]
             if len(naming) != 1 and about_speaker(text):
                 # or the one about the speaker's own thing: "吃饭挪到周六了" is ours, not
                 # the sister-in-law's Friday dinner that fits it as well
@@ -1450,6 +1454,17 @@ def _speaker_first(found: list[Conclusion], query: str) -> list[Conclusion]:
     else:
         return found
     return about + [c for c in found if c not in about] if about else found
+
+
+def _shares_value_clause(old: str, new: str) -> bool:
+    """Does `old` share a topic word with a clause of `new` that names a value `old` lacks?"""
+    known = values(old, loose=True)
+    clauses = {clause_of(new, v) for v in values(new) - known}
+    return any(
+        topic(old) & (topic(clause) | {stem(v) for v in values(clause)})
+        for clause in clauses
+        if clause != new
+    )
 
 
 def _by_name(query: str, found: Iterable[Conclusion]) -> str | None:

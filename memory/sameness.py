@@ -603,11 +603,19 @@ _SCOPE_USE = re.compile(
 )
 
 
+_DISTANCE = re.compile(
+    r"\b(?:walk|drive|ride|cycle|minutes?'?|hours?'?|miles?|km|away|far|close|near|not\s+far)\s*$",
+    re.IGNORECASE,
+)
+
+
 def _scopes(text: str) -> frozenset[str]:
     """The scopes a statement names: "for work", "my home laptop", "work phone"."""
     found = set()
     for m in _SCOPE_USE.finditer(text):
         if m.group("a"):
+            if _DISTANCE.search(text[: m.start()]) and m.group().lower().startswith("from"):
+                continue  # "ten minutes' walk from home" says where, not for what
             found.add(m.group("a").lower())
         elif m.group().split()[-1].lower() not in STOP_WORDS:  # "weekend the …" is no compound
             found.add(m.group("b").lower())
