@@ -650,6 +650,10 @@ class ConclusionStore:
                 # or the one sharing a topic word with the clause that states the new value
                 # ("They put their prices up…, so all my billing runs through Zoho Invoice")
                 naming = [(old, v) for old, v in judged if _shares_value_clause(old.text, text)]
+            if len(naming) != 1:
+                # or the one whose stated subject holds a topic word of the new text
+                # (女儿的书法班 for "书法老师说…以后改到周日", not 儿子不学书法…)
+                naming = [(old, v) for old, v in judged if _subject_on_topic(old, text)]
             if len(naming) != 1 and about_speaker(text):
                 # or the one about the speaker's own thing: "吃饭挪到周六了" is ours, not
                 # the sister-in-law's Friday dinner that fits it as well
@@ -1396,9 +1400,11 @@ def _may_share(keys: set[str], other: set[str]) -> bool:
         return True
     for a in keys:
         for b in other:
-            shared = set(a.split()) & set(b.split())
+            # stems: "walks one i'm hooked on" / "walking podcast" share "walk"
+            wa, wb = [stem(w) for w in a.split()], [stem(w) for w in b.split()]
+            shared = set(wa) & set(wb) - STOP_WORDS
             # a shared head alone ("星河计划 数据库" / "白鹭项目 数据库") is two things
-            if shared - {a.split()[-1]} or shared - {b.split()[-1]}:
+            if shared - {wa[-1]} or shared - {wb[-1]}:
                 return True
             # Chinese keys carry no spaces: their nouns, one set holding the other ("把营养师"
             # / "现在看的营养师"; not 星河计划的数据库 / 白鹭项目的数据库)
@@ -1454,6 +1460,15 @@ def _speaker_first(found: list[Conclusion], query: str) -> list[Conclusion]:
     else:
         return found
     return about + [c for c in found if c not in about] if about else found
+
+
+def _subject_on_topic(old: Conclusion, new: str) -> bool:
+    """Does a subject the stored row is known by hold a topic word of the new text?"""
+    words = topic(new)
+    return any(
+        any(w in key for w in words) if re.search(f"[{HAN}]", key) else topic(key) & words
+        for key in _keys(old.subject, old.text)
+    )
 
 
 def _shares_value_clause(old: str, new: str) -> bool:
