@@ -597,7 +597,7 @@ class ConclusionStore:
             if keys & old_keys:  # a row stored before its subject was known
                 verdict = self._restate_or_supersede(old, text, subject)
                 return old, verdict, "same subject (stated by the stored text)"
-            if old.kind == kind and _may_share(keys, old_keys):
+            if old.kind == kind and _may_share(keys, old_keys, text, old.text):
                 near_rows.append((old, similarity))
             if keys and old_keys:
                 continue  # about different subjects
@@ -1392,12 +1392,27 @@ _TAKEOVER = re.compile(
 )
 
 
-def _may_share(keys: set[str], other: set[str]) -> bool:
+def _may_share(keys: set[str], other: set[str], text: str = "", other_text: str = "") -> bool:
     """Could two sets of subject keys name one thing? No keys on one side, a key in
     common, or a word in common ("rent" / "rent home": the shapes misread a sentence
-    more often than two subjects share a word by chance)."""
+    more often than two subjects share a word by chance); or, given the texts, a bare
+    head whose text says the other key's qualifier ("my teacher is …" in a sentence
+    about guitar lessons, and "guitar teacher")."""
     if not keys or not other or keys & other:
         return True
+    for a, b, b_text in (
+        *((a, b, other_text) for a in keys for b in other),
+        *((b, a, text) for a in keys for b in other),
+    ):
+        words = a.split()
+        if (
+            b_text
+            and " " not in b
+            and len(words) > 1
+            and words[-1] == b
+            and {stem(w) for w in words[:-1]} <= topic(b_text)
+        ):
+            return True
     for a in keys:
         for b in other:
             # stems: "walks one i'm hooked on" / "walking podcast" share "walk"

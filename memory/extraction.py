@@ -275,7 +275,7 @@ def _slot_of_clause(clause: str) -> Slot | None:
 
 def _canonical(subject: str) -> str:
     subject = re.sub(r"\bfavorite\b", "favourite", subject.strip().lower())
-    subject = re.sub(r"^(?:new|current)\s+", "", subject)
+    subject = re.sub(r"^(?:new|current|old|former|previous)\s+", "", subject)
     # "my walking podcast now": when it holds is no part of what it is
     subject = re.sub(
         r"(?:\s+(?:now|these\s+days|nowadays|currently|again|too|as\s+well|at\s+the\s+moment))+$",

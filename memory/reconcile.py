@@ -298,12 +298,24 @@ _ZH_BACK = re.compile(
 )
 
 
+# a person who is back: "Priya's back from leave", "Declan came back last week"
+_EN_PERSON_BACK = re.compile(
+    r"(?:^|[.;,:!?]\s+|\bso\s+)(?P<new>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)(?:'s|\s+is|\s+has\s+come"
+    r"|\s+came|\s+got)\s+back\b(?!\s+(?:to|in|at|on|with|into)\b)"
+)
+
+
 @lru_cache(maxsize=8192)
 def reverted_to(text: str) -> tuple[str, ...]:
     """The earlier value a change goes back to: "I went back to Neovim" -> Neovim,
-    "又换回了王老师" -> 王老师."""
-    body = unicodedata.normalize("NFKC", text)
+    "Priya's back from leave" -> Priya, "又换回了王老师" -> 王老师."""
+    body = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
     found = [m.group("new").rstrip(".:") for m in _EN_BACK.finditer(body)]
+    found += [
+        m.group("new")
+        for m in _EN_PERSON_BACK.finditer(body)
+        if m.group("new").lower() not in _NOT_NAMES
+    ]
     found += [_zh_head(m.group("new")) for m in _ZH_BACK.finditer(body)]
     found += [m.group("new") for m in _ZH_BACK_AGAIN.finditer(body)]
     return tuple(dict.fromkeys(v.strip() for v in found if v.strip()))

@@ -144,6 +144,9 @@ _ZH_TITLE_END = re.compile(
 _ZH_WEEKDAY = re.compile("^(?:每个?|每逢)?(?P<day>(?:周|星期|礼拜)[一二三四五六日天末])$")
 
 
+_HANDLE = re.compile(r"(?<![\w#@])[#@][^\W_][\w.-]*")
+
+
 def _zh_value(word: str) -> str:
     match = _ZH_WEEKDAY.match(word)
     if match is not None:
@@ -159,6 +162,8 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
     jieba tags (a surname with its title: 林医生)."""
     body = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
     found = set(identifiers(body, loose=loose))
+    # a channel, handle or tag is a name: "#sev-bridge", "@ops-oncall"
+    found.update(m.group().rstrip(".-").lower() for m in _HANDLE.finditer(body))
     latin = [m.group().rstrip(".:") for m in _LATIN_WORD.finditer(body)]
     for i, word in enumerate(latin):
         lower = word.lower()
@@ -543,7 +548,11 @@ def _named_topic(text: str, other_topic: frozenset[str]) -> set[str]:
 def _kind(value: str) -> str:
     """A value's type: a number/time, a Chinese person (a surname with a title, 小杨), a
     Chinese place by its suffix (医院, 咖啡…), a Chinese weekday or time of day, or a name."""
-    if re.fullmatch(r"(?:周[一二三四五六日末]|[上下中]午|早上|晚上|傍晚|凌晨|中午)", value):
+    if re.fullmatch(
+        r"(?:周[一二三四五六日末]|[上下中]午|早上|晚上|傍晚|凌晨|中午"
+        r"|(?:\d{1,2}|[一二三四五六七八九十]{1,3})点(?:半|\d{1,2}分?|[一三]刻)?)",
+        value,
+    ):
         return "zh-time"
     if _ZH_TITLED.fullmatch(value) or re.fullmatch(f"[{_SURNAMES}][{HAN}]{{1,2}}", value):
         return "zh-person"
