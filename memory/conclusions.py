@@ -644,21 +644,8 @@ class ConclusionStore:
         judged = [
             (old, verdict) for old, sim in near_rows if (verdict := near(old.text, text, sim))
         ]
-        if len(judged) > 1:  # several fit: the one whose value the new text names, if one
-            naming = [(old, v) for old, v in judged if values(old.text) & values(text, loose=True)]
-            if len(naming) != 1:
-                # or the one sharing a topic word with the clause that states the new value
-                # ("They put their prices up…, so all my billing runs through Zoho Invoice")
-                naming = [(old, v) for old, v in judged if _shares_value_clause(old.text, text)]
-            if len(naming) != 1:
-                # or the one whose stated subject holds a topic word of the new text
-                # (女儿的书法班 for "书法老师说…以后改到周日", not 儿子不学书法…)
-                naming = [(old, v) for old, v in judged if _subject_on_topic(old, text)]
-            if len(naming) != 1 and about_speaker(text):
-                # or the one about the speaker's own thing: "吃饭挪到周六了" is ours, not
-                # the sister-in-law's Friday dinner that fits it as well
-                naming = [(old, v) for old, v in judged if about_speaker(old.text)]
-            judged = naming if len(naming) == 1 else judged
+        if len(judged) > 1:
+            judged = _one_fitting(judged, text)
         if judged:
             first, (action, why) = judged[0]
             others = [old for old, _ in judged[1:]]
@@ -671,6 +658,8 @@ class ConclusionStore:
         ):
             old, similarity = near_rows[pick]
             return old, "supersede", f"a change cue, and the nearest statement ({similarity:.3f})"
+        elif (chained := self._chain_update(text, kind)) is not None:
+            return chained, "supersede", "changes again what an earlier value of its chain was"
         slot = slot_of(text)
         if slot is not None and subject is None:
             old, verdict = self._typed_match(text, kind, slot)
@@ -700,6 +689,29 @@ class ConclusionStore:
         fresh = values(text) - values(last.text, loose=True)
         others = owners(text) - owners(last.text)
         return last if fresh and not others else None
+
+    def _chain_update(self, text: str, kind: str) -> Conclusion | None:
+        """The current row of the one chain whose replaced row this change fits: "Switched
+        beans again: Pellham Street now" shares its words with "I buy my coffee beans at
+        Kiln & Crow", not with the "I've dropped Kiln & Crow for Dark Harbour" that
+        replaced it."""
+        if not change_cue(text):
+            return None
+        heads: dict[str, Conclusion] = {}
+        similar = self.index.similar(
+            text, CANDIDATES, where="o.status = 'superseded' AND o.kind = ?", params=[kind]
+        )
+        for doc_id, similarity in similar:
+            row = self.get(doc_id)
+            if row is None or (judged := near(row.text, text, similarity)) is None:
+                continue
+            head = self._newest(row)
+            if judged[0] == "update" and head.status == "active" and head.id != row.id:
+                heads[head.id] = head
+        if len(heads) != 1:
+            return None
+        (head,) = heads.values()
+        return None if values(text) <= values(head.text, loose=True) else head
 
     def _named_old_value(self, text: str, keys: set[str]) -> tuple[Conclusion, str] | None:
         """The one active row stating the value a change says was replaced ("instead of
@@ -1475,6 +1487,28 @@ def _speaker_first(found: list[Conclusion], query: str) -> list[Conclusion]:
     else:
         return found
     return about + [c for c in found if c not in about] if about else found
+
+
+def _one_fitting(
+    judged: list[tuple[Conclusion, tuple[str, str]]], text: str
+) -> list[tuple[Conclusion, tuple[str, str]]]:
+    """Of several stored rows that fit a new statement, the one it is about, if one
+    test picks a single row: the one whose value it names; the one sharing a word with
+    the clause stating the new value ("They put their prices up…, so all my billing
+    runs through Zoho Invoice"); the one whose subject holds its topic (女儿的书法班 for
+    "书法老师说…以后改到周日", not 儿子不学书法…); the speaker's own ("吃饭挪到周六了" is
+    ours, not the sister-in-law's Friday dinner). Otherwise all of them."""
+    tests: tuple[Callable[[Conclusion], bool], ...] = (
+        lambda old: bool(values(old.text) & values(text, loose=True)),
+        lambda old: _shares_value_clause(old.text, text),
+        lambda old: _subject_on_topic(old, text),
+        lambda old: about_speaker(text) and about_speaker(old.text),
+    )
+    for test in tests:
+        picked = [(old, verdict) for old, verdict in judged if test(old)]
+        if len(picked) == 1:
+            return picked
+    return judged
 
 
 def _subject_on_topic(old: Conclusion, new: str) -> bool:

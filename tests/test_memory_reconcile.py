@@ -640,6 +640,19 @@ def test_of_two_fitting_rows_the_one_the_new_values_clause_is_about(
     assert done.previous.text == lenses
 
 
+def test_a_change_worded_like_an_earlier_value_changes_the_current_one(
+    store: ConclusionStore,
+) -> None:
+    """The third value's words (猫粮) are the first row's, not the second's (宠物家关门了…)."""
+    store.remember("我家的猫粮一直在宠物家买，离家很近。")
+    second = store.remember("宠物家关门了，以后改在京东上买。")
+    assert second.action == "superseded"
+    done = store.remember("猫粮又换地方了，现在在盒马买。")
+    assert done.action == "superseded" and done.previous is not None
+    assert done.previous.id == second.conclusion.id
+    assert _active(store) == ["猫粮又换地方了，现在在盒马买。"]
+
+
 def test_parts_of_statements_in_real_wording() -> None:
     from memory.extraction import slot_of
     from memory.reconcile import owners
