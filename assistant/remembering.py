@@ -322,6 +322,9 @@ class RecoveringVectors:
     def similar(self, text: str, k: int) -> list[tuple[str, float]]:
         return self._run(lambda s: s.similar(text, k))
 
+    def similarity(self, text: str, ids: Sequence[str]) -> dict[str, float]:
+        return self._run(lambda s: s.similarity(text, ids))
+
     def ids(self) -> set[str]:
         return self._run(lambda s: s.ids())
 

@@ -93,13 +93,21 @@ NEAR_JUST_SAID = 0.75
 SAME_STATEMENT = 0.955
 SAME_FRAME = 0.85
 CANDIDATES = 5
+# and the best full-text matches beside them (a long statement is near its row in words)
+WORD_CANDIDATES = 3
 # the model judges a new conclusion against at most this many stored ones
 JUDGE_CANDIDATES = 5
+# and the best full-text matches beside them (a long statement is near its row in words)
+WORD_CANDIDATES = 3
 # a new "my work laptop is …" is typed against at most this many nearest rows that only
 # say what the speaker uses ("I use a ThinkPad X1 for work"): one embedding each
 TYPED_CANDIDATES = 5
+# and the best full-text matches beside them (a long statement is near its row in words)
+WORD_CANDIDATES = 3
 # the model judges a new conclusion against at most this many stored ones
 JUDGE_CANDIDATES = 5
+# and the best full-text matches beside them (a long statement is near its row in words)
+WORD_CANDIDATES = 3
 # recall: among rows about one subject, a newer row goes first when it scores within this
 # much of an older one (fused scores run 0..fts+vector weights)
 RECENCY_TIE = 0.15
@@ -586,7 +594,9 @@ class ConclusionStore:
             old, value = back
             return old, "supersede", f"goes back to {value!r}, which the stored change replaced"
         candidates, near_rows = [], []
-        similar = self.index.similar(text, CANDIDATES, where="o.status = 'active'")
+        similar = self.index.nearby(
+            text, CANDIDATES, words=WORD_CANDIDATES, where="o.status = 'active'"
+        )
         by_id = self._get_many(doc_id for doc_id, _ in similar)
         cue = change_cue(text)
         for doc_id, similarity in similar:

@@ -75,6 +75,10 @@ class Vectors(Protocol):
         """Like `query`, but embeds `text` as a passage: for near-duplicate detection."""
         ...
 
+    def similarity(self, text: str, ids: Sequence[str]) -> dict[str, float]:
+        """Passage similarity of `text` to the stored rows `ids` (absent ids left out)."""
+        ...
+
     def ids(self) -> set[str]: ...
 
     def reset(self) -> None: ...
@@ -443,6 +447,25 @@ class HybridIndex:
         allowed = self.filter_ids([doc_id for doc_id, _ in found], where, params)
         return [(doc_id, sim) for doc_id, sim in found if doc_id in allowed][:k]
 
+    def nearby(
+        self, text: str, k: int, *, words: int, where: str = "1", params: Sequence[Any] = ()
+    ) -> list[tuple[str, float]]:
+        """`similar`, and the `words` best full-text matches it missed with their passage
+        similarity, nearest first: a long statement ("Had a long coffee with Sunil and
+        Odette… my old mentor has moved…") is near its subject's row in words more than
+        in its vector."""
+        found = self.similar(text, k, where=where, params=params)
+        if self.vectors is None or words <= 0:
+            return found
+        have = {doc_id for doc_id, _ in found}
+        extra = [
+            doc_id
+            for doc_id, _ in self._fts_ranking(self.fts_table, text, words, where, params)
+            if doc_id not in have
+        ][:words]
+        sims = self.vectors.similarity(text, extra) if extra else {}
+        return sorted([*found, *sims.items()], key=lambda pair: -pair[1])
+
     def filter_ids(self, ids: Sequence[str], where: str, params: Sequence[Any]) -> set[str]:
         allowed: set[str] = set()
         for start in range(0, len(ids), 500):
@@ -556,6 +579,9 @@ class LazyVectors:
 
     def similar(self, text: str, k: int) -> list[tuple[str, float]]:
         return self._get().similar(text, k)
+
+    def similarity(self, text: str, ids: Sequence[str]) -> dict[str, float]:
+        return self._get().similarity(text, ids)
 
     def ids(self) -> set[str]:
         return self._get().ids()

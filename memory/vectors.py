@@ -382,6 +382,24 @@ class VectorStore:
         for spotting a restated conclusion (E5 embeds queries and passages differently)."""
         return self._nearest(text, k, where, as_query=False)
 
+    def similarity(self, text: str, ids: Sequence[str]) -> dict[str, float]:
+        """The cosine similarity of `text` (as a passage) to each stored row of `ids`: for
+        rows another ranking (full text) found that the nearest vectors did not."""
+        if not ids:
+            return {}
+        self._refuse_if_stale()
+        vector = np.asarray(self._passages([text])[0], dtype=np.float32)
+        self._last_passage = (text, vector)
+        with self._chroma("read vectors"):
+            found = self._collection.get(ids=list(ids), include=["embeddings"])
+        stored = found.get("embeddings")
+        if stored is None or len(stored) == 0:
+            return {}
+        matrix = np.asarray(stored, dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(vector) or 1.0)
+        sims = matrix @ vector / np.where(norms == 0, 1.0, norms)
+        return {id_: float(sim) for id_, sim in zip(found["ids"], sims, strict=True)}
+
     def _nearest(
         self,
         text: str,
