@@ -653,6 +653,29 @@ def test_a_change_worded_like_an_earlier_value_changes_the_current_one(
     assert _active(store) == ["猫粮又换地方了，现在在盒马买。"]
 
 
+def test_candidates_include_the_rows_a_statement_shares_rare_words_with(
+    store: ConclusionStore,
+) -> None:
+    """A long statement is near its subject's row in words more than in its vector."""
+    rows = [
+        store.remember(text).conclusion.id
+        for text in (
+            "My mentor through the company's programme is Renata.",
+            "I swim at the Kingfisher pool before work.",
+            "The team offsite is in Lisbon this year.",
+        )
+    ]
+    text = (
+        "After my swim this morning at the pool I booked flights for the Lisbon offsite, "
+        "and the programme says my mentor changes next month."
+    )
+    nearest = [doc_id for doc_id, _ in store.index.similar(text, 1)]
+    found = dict(store.index.nearby(text, 1, words=2))
+    assert rows[0] not in nearest  # the vectors alone miss it
+    assert rows[0] in found and set(nearest) <= set(found)
+    assert all(-1.0 <= sim <= 1.0 for sim in found.values())
+
+
 def test_parts_of_statements_in_real_wording() -> None:
     from memory.extraction import slot_of
     from memory.reconcile import owners

