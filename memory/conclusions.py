@@ -71,6 +71,7 @@ from memory.sameness import (
     same_people,
     topic,
     values,
+    whose,
 )
 from memory.text import HAN, STOP_WORDS, stem
 
@@ -92,6 +93,9 @@ JUST_SAID = 15 * 60
 NEAR_JUST_SAID = 0.75
 SAME_STATEMENT = 0.955
 SAME_FRAME = 0.85
+# a row about whom a question asks goes first if its similarity to the question is
+# within this of the best row's (measured on the scenario files, docs/BENCHMARKS.md)
+SPEAKER_MARGIN = 0.05
 CANDIDATES = 5
 # and the best full-text matches beside them (a long statement is near its row in words)
 WORD_CANDIDATES = 3
@@ -372,8 +376,9 @@ class ConclusionStore:
                 if hit.score > scores.get(hit.id, float("-inf")):
                     scores[hit.id], similarities[hit.id] = hit.score, hit.similarity
             scores = dict(sorted(scores.items(), key=lambda item: -item[1]))
+        reach: dict[str, float] = {}  # how near the question a row's chain came
         if inherit:
-            scores, similarities = self._inherited(scores, similarities, clauses, params)
+            scores, similarities = self._inherited(scores, similarities, clauses, params, reach)
         if asked:
             for row in self.database.query(
                 f"SELECT id FROM conclusions o WHERE o.subject = ? AND ({clauses}) "
@@ -391,7 +396,9 @@ class ConclusionStore:
                 conclusion.score = round(score, 6)
                 conclusion.similarity = similarities.get(doc_id)
                 found.append(conclusion)
-        return _ordered(_speaker_first(found, query), asked)[:k]
+        for row in found:
+            reach[row.id] = max(reach.get(row.id, 0.0), row.similarity or 0.0)
+        return _ordered(_speaker_first(found, query, reach), asked)[:k]
 
     def _inherited(
         self,
@@ -399,10 +406,12 @@ class ConclusionStore:
         similarities: dict[str, float | None],
         clauses: str,
         params: list[Any],
+        reach: dict[str, float],
     ) -> tuple[dict[str, float], dict[str, float | None]]:
         """Hits on replaced rows moved to the active rows that replaced them (following
         the chain), at `INHERITED` of their score unless the successor scores higher on
-        its own; successors outside the recall's filters are left out."""
+        its own; successors outside the recall's filters are left out. `reach` gets the
+        best similarity a successor's replaced rows had to the question."""
         replaced = [
             row
             for row in self._get_many(scores).values()
@@ -418,9 +427,11 @@ class ConclusionStore:
             if head is None:
                 out[doc_id] = max(out.get(doc_id, score), score)
                 continue
-            sims.pop(doc_id, None)
+            lent = sims.pop(doc_id, None)
             if head in allowed:
                 out[head] = max(out.get(head, 0.0), scores.get(head, 0.0), score * INHERITED)
+                if lent is not None:
+                    reach[head] = max(reach.get(head, 0.0), lent)
         return out, sims
 
     # -- writes ---------------------------------------------------------------------------
@@ -1481,11 +1492,15 @@ def _stated_subject(text: str) -> str | None:
 _FIRST_PERSON = re.compile(r"\b(?:I|my|me|mine|we|our|us|ours)\b|我", re.IGNORECASE)
 
 
-def _speaker_first(found: list[Conclusion], query: str) -> list[Conclusion]:
+def _speaker_first(
+    found: list[Conclusion], query: str, reach: dict[str, float]
+) -> list[Conclusion]:
     """Rows about whom a question asks go first: a question about the speaker ("what
     car do I drive?", no one else named) before rows about other people ("my sister
     drives a Fiat"); a question about someone ("who cuts Tom's hair?") before rows
-    about anyone else."""
+    about anyone else. Only rows about as near the question as the nearest one
+    (`SPEAKER_MARGIN`; `reach`: a row's or its replaced rows' similarity) move: whose a
+    row is says nothing of whether it answers."""
     asked = owners(query) or (identifiers(query) & {o for c in found for o in owners(c.text)})
     if asked:  # "who cuts Tom's hair?", "what number do I dial to reach Igor Brandt?"
         # and the rows naming the asked relative by name ("Our son Haohao lives in
@@ -1493,9 +1508,11 @@ def _speaker_first(found: list[Conclusion], query: str) -> list[Conclusion]:
         names = {n for c in found for r, n in named_relations(c.text).items() if r in asked}
         about = [c for c in found if owners(c.text) & asked or _names_any(c.text, names)]
     elif _FIRST_PERSON.search(query):
-        about = [c for c in found if not owners(c.text)]
+        about = [c for c in found if not whose(c.text)]
     else:
         return found
+    best = max((reach.get(c.id, 0.0) for c in found), default=0.0)
+    about = [c for c in about if reach.get(c.id, 0.0) >= best - SPEAKER_MARGIN]
     return about + [c for c in found if c not in about] if about else found
 
 

@@ -676,6 +676,29 @@ def test_candidates_include_the_rows_a_statement_shares_rare_words_with(
     assert all(-1.0 <= sim <= 1.0 for sim in found.values())
 
 
+def test_a_row_about_the_speaker_goes_first_only_when_it_answers(
+    store: ConclusionStore,
+) -> None:
+    """ "Who teaches me cello?": the speaker's yoga class is about the speaker but no
+    answer; the cello row names a colleague in a relative clause but is the speaker's."""
+    store.remember("My yoga class is on Wednesday evenings at the studio on Elm Street.")
+    store.remember("My nephew Theo is learning the cello too; his teacher is Rafael.")
+    mine = (
+        "My old cello teacher retired, so I've carried on with Lena Brandt, "
+        "who my colleague Jonas recommended."
+    )
+    store.remember(mine)
+    assert store.recall("Who teaches me cello?", 3)[0].text == mine
+
+
+def test_a_relative_in_apposition_keeps_their_fact_apart(store: ConclusionStore) -> None:
+    tom = "Tom, my husband, gets his eyes tested at Clearview in town."
+    store.remember(tom)
+    done = store.remember("I've switched opticians — Brightwell Optical does my eye tests now.")
+    assert done.action == "created"
+    assert tom in _active(store)
+
+
 def test_parts_of_statements_in_real_wording() -> None:
     from memory.extraction import slot_of
     from memory.reconcile import owners
