@@ -93,6 +93,9 @@ JUST_SAID = 15 * 60
 NEAR_JUST_SAID = 0.75
 SAME_STATEMENT = 0.955
 SAME_FRAME = 0.85
+# what a question about a relative found only by the relation word ("our son"), beside
+# what it finds by their name ("Haohao"), scores this share
+NOT_BY_NAME = 0.5
 # a row about whom a question asks goes first if its similarity to the question is
 # within this of the best row's (measured on the scenario files, docs/BENCHMARKS.md)
 SPEAKER_MARGIN = 0.05
@@ -371,10 +374,14 @@ class ConclusionStore:
         scores = {hit.id: hit.score for hit in hits}
         similarities = {hit.id: hit.similarity for hit in hits}
         by_name = _by_name(query, self._get_many(scores).values())
-        if by_name is not None:  # "our son" asked, "Our son Haohao …" stored: ask for Haohao too
-            for hit in self.index.search(by_name, depth, where=where, params=where_params):
-                if hit.score > scores.get(hit.id, float("-inf")):
-                    scores[hit.id], similarities[hit.id] = hit.score, hit.similarity
+        if by_name is not None:  # "our son" asked, "Our son Haohao …" stored: ask for Haohao
+            renamed = self.index.search(by_name, depth, where=where, params=where_params)
+            # the question about Haohao ranks; what only the words "our son" found trails
+            scores = {
+                **{doc_id: score * NOT_BY_NAME for doc_id, score in scores.items()},
+                **{hit.id: hit.score for hit in renamed},
+            }
+            similarities.update({hit.id: hit.similarity for hit in renamed})
             scores = dict(sorted(scores.items(), key=lambda item: -item[1]))
         reach: dict[str, float] = {}  # how near the question a row's chain came
         if inherit:
@@ -1512,8 +1519,11 @@ def _speaker_first(
     else:
         return found
     best = max((reach.get(c.id, 0.0) for c in found), default=0.0)
-    about = [c for c in about if reach.get(c.id, 0.0) >= best - SPEAKER_MARGIN]
-    return about + [c for c in found if c not in about] if about else found
+    # the best match by its words alone (invoice 63330) has no similarity to judge by
+    top = max(found, key=lambda c: c.score or 0.0)
+    word_match = top if top.similarity is None and not reach.get(top.id) else None
+    near = [c for c in about if c is word_match or reach.get(c.id, 0.0) >= best - SPEAKER_MARGIN]
+    return near + [c for c in found if c not in near] if near else found
 
 
 def _one_fitting(

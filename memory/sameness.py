@@ -302,8 +302,12 @@ _FILLER = re.compile(
 
 
 def _people(text: str) -> frozenset[str]:
-    """`owners`, and in Chinese the people whose thing it is: 老陈的车位, 隔壁组的…, 王老师的…"""
+    """`owners`, a group that opens the sentence and owns by "their" ("The design team
+    has moved their standup"), and in Chinese the people whose thing it is: 老陈的车位,
+    隔壁组的…, 王老师的…"""
     found = set(owners(text))
+    if group := _GROUP_THEIR.match(unicodedata.normalize("NFKC", text)):
+        found.add(group.group("who").lower())
     words = zh_words(text)
     for i, (word, flag) in enumerate(words[:-1]):
         if words[i + 1][0] != "的":
@@ -314,6 +318,11 @@ def _people(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+_GROUP_THEIR = re.compile(
+    r"^(?:the|our|my)?\s*(?P<who>(?:[A-Za-z]+\s+){0,2}(?:team|group|department|squad|crew"
+    r"|committee|club|class|office))\b(?=.*\btheir\b)",
+    re.IGNORECASE,
+)
 # whose a thing is, in Chinese, when it is not the speaker's
 _ZH_OTHERS = frozenset("隔壁 邻居 对门 隔壁组 别的组 其他组 他们 她们 人家".split())  # noqa: SIM905
 
@@ -398,6 +407,132 @@ def about_speaker(text: str) -> bool:
     return _who(text) in (None, "me") and not _people(_main(text))
 
 
+# words before a noun that do not say which one it is
+_NOT_QUALIFIER = frozenset(
+    """a an the my our your his her their its this that these those of in on at for to with
+    from by and or is are was were be been has have had new old former previous usual
+    regular same main whole own one just now also still again every each actual real proper
+    go-to favourite favorite only annual yearly monthly weekly daily""".split()  # noqa: SIM905
+) - {"this"}
+_WHICH_TIME = frozenset(["last", "this", "next"])
+_TOWARDS = frozenset("to into onto joined join joining".split())  # noqa: SIM905
+_DETERMINERS = frozenset(
+    "a an the my our your his her their its that these those".split()  # noqa: SIM905
+)
+_ZH_CHANGED = frozenset("新来 新换 新 原来 之前 以前 现在 目前 刚来 新买 新养".split())  # noqa: SIM905
+_ZH_KIN = frozenset("丫头 闺女 小子 孩子 宝宝 老人".split())  # noqa: SIM905
+_ZH_PLACE_TAIL = re.compile("(?:家|那边|这边|那儿|这儿|那里|这里)$")
+_ZH_UNIT = re.compile("(?:部|部门|组|科|处|室|楼|栋|班|队|系|院)$")
+_ZH_OTHER_ONE = re.compile("隔壁|邻居|对门|别的|其他|另|人家")
+_ZH_WHOSE_LEAD = re.compile("^(?:我们家|我们|咱们家|咱们|咱家|我家|咱|我|家里|家)")
+# a statement that says another one of its kind exists ("另一个组也有个张伟", "also has a")
+_ANOTHER = re.compile(
+    r"\b(?:also\s+has|also\s+have|has\s+one\s+too|has\s+its\s+own|have\s+their\s+own)\b"
+    "|另一个|另外一个|另一位|另外一位|另一家|另一只|另一辆|也有个|也有一个|也有位",
+    re.IGNORECASE,
+)
+
+
+def qualifiers(text: str, head: str) -> frozenset[str]:
+    """The words that say which `head` (a topic stem or Chinese word) a text means: the
+    "kitchen" of "the kitchen tap", "last" of "last summer", 财务部 of 财务部的打印机, 隔壁
+    那栋楼 of 隔壁那栋楼的电梯. Only words inside a noun phrase that opens with a
+    determiner ("the", "my", "a") count, and never a value ("my Tuesday class"), a
+    relative (儿子的…: whose, not which) or a word that says it changed ("new", 新来的)."""
+    body = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
+    if _HAS_HAN.search(head):
+        return _zh_qualifiers(body, head)
+    found: set[str] = set()
+    vals = values(body, loose=True)
+    tokens = list(_LATIN_WORD.finditer(body))
+    for i, token in enumerate(tokens):
+        word = token.group().lower().split("'")[0]
+        if stem(word) != head or word.endswith(("ing", "ed")):
+            continue  # "the person revising my files": a verb, not the noun
+        phrase: set[str] = set()
+        for j in range(i - 1, max(-1, i - 4), -1):
+            if body[tokens[j].end() : tokens[j + 1].start()].strip():
+                break  # punctuation between: another phrase
+            plain = tokens[j].group().lower().split("'")[0]
+            if plain in _WHICH_TIME:  # "last summer", "this summer", "next term"
+                found |= phrase | {plain}
+                break
+            if plain in _DETERMINERS:
+                before = tokens[j - 1].group().lower() if j > 0 else ""
+                if before not in _TOWARDS:  # "moved to the fraud team": the new value
+                    found |= phrase
+                break
+            if (
+                plain in _NOT_QUALIFIER
+                or plain in vals
+                or plain.rstrip("s") in vals
+                or plain in RELATION_WORDS
+                or any(ch.isdigit() for ch in plain)
+                or stem(plain) == head
+            ):
+                continue
+            phrase.add(stem(plain))
+    return frozenset(found)
+
+
+def _zh_qualifiers(body: str, head: str) -> frozenset[str]:
+    """`qualifiers` in Chinese: the nouns right before 的 and the head (财务部的打印机)."""
+    found: set[str] = set()
+    for m in re.finditer(f"([{HAN}]{{1,8}}?)的{re.escape(head)}", body):
+        span = _ZH_WHOSE_LEAD.sub("", re.split("[，。,、；;：:！!？?]", m.group(1))[-1])
+        if _ZH_OTHER_ONE.search(span):
+            found.add(span)  # 隔壁那栋楼: another one, whatever follows
+            continue
+        kept = []
+        for word, flag in reversed(zh_words(span)):
+            unit = _ZH_UNIT.search(word)  # 财务部, 三号楼: which one, even when jieba names it
+            if not (unit or flag[:1] == "n") or word in _ZH_CHANGED:
+                break
+            if (
+                word in RELATION_WORDS_ZH
+                or word in _ZH_KIN
+                or (flag in _ZH_VALUE_TAGS and not unit)
+            ):
+                break
+            kept.insert(0, word)
+        span = _ZH_PLACE_TAIL.sub("", "".join(kept))
+        if span:
+            found.add(span)
+    return frozenset(found)
+
+
+def other_of_kind(old: str, new: str, shared: set[str]) -> bool:
+    """Does the new statement speak of another one of a thing both name: another
+    qualifier on a shared noun ("the bathroom tap" / "the kitchen tap", "last summer" /
+    "this summer", 财务部的打印机 / 我们部门的打印机), or says one more exists (另一个组也
+    有个张伟)? Then it changes nothing of the stored one."""
+    if _ANOTHER.search(unicodedata.normalize("NFKC", new)):
+        return True
+    a, b = _scopes(old) | _week_part(old), _scopes(new) | _week_part(new)
+    if a and b and not a & b:  # the weekday alarm, the weekend one; work and home
+        return True
+    for head in shared:
+        q_old, q_new = qualifiers(old, head), qualifiers(new, head)
+        if _HAS_HAN.search(head):
+            if any(_ZH_OTHER_ONE.search(q) and q not in old for q in q_new):
+                return True  # 隔壁那栋楼的电梯 is not 我们楼的电梯
+            if (
+                q_new
+                and any(q not in old for q in q_new)
+                and (not q_old or all(q not in new for q in q_old))
+            ):
+                return True
+        elif _unmatched(q_old, q_new) and _unmatched(q_new, q_old):
+            return True
+    return False
+
+
+def _unmatched(these: frozenset[str], other: frozenset[str]) -> set[str]:
+    """The words of `these` that no word of `other` is, begins or is begun by ("prod" and
+    "product" are one)."""
+    return {w for w in these if not any(w.startswith(o) or o.startswith(w) for o in other)}
+
+
 def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
     """Does `new` replace (`update`) or restate `old`, judged by their parts? None when
     the evidence is not clear. `similarity` is their passage similarity."""
@@ -405,6 +540,8 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
         return None
     t_old, t_new = topic(old), topic(new)
     shared, only_old, only_new = _overlap(t_old, t_new)
+    if other_of_kind(old, new, shared):
+        return None  # "the weekend yoga class has moved…" is no change of the Tuesday one
     shared |= _han_shared(old, new) | _named_topic(old, t_new) | _named_topic(new, t_old)
     replaced_new = _replaced(new)  # what the new text says is gone
     old_now = values(old) - _replaced(old)  # what the stored text holds now
@@ -625,7 +762,7 @@ def _same_kind_of_thing(
 
 
 _SCOPE_USE = re.compile(
-    rf"\b(?:for|at|from|my|our|his|her|the)\s+(?:\w+\s+)?(?P<a>{'|'.join(_SCOPES)})\b"
+    rf"\b(?:for|at|from|on|my|our|his|her|the)\s+(?:\w+\s+)?(?P<a>{'|'.join(_SCOPES)})\b"
     rf"|\b(?P<b>{'|'.join(_SCOPES)})\s+(?!in\b|on\b|at\b|for\b|with\b|to\b|from\b|as\b)[a-z]{{3,}}",
     re.IGNORECASE,
 )
@@ -647,6 +784,23 @@ def _scopes(text: str) -> frozenset[str]:
             found.add(m.group("a").lower())
         elif m.group().split()[-1].lower() not in STOP_WORDS:  # "weekend the …" is no compound
             found.add(m.group("b").lower())
+    return frozenset(_SCOPE_AS.get(w, w) for w in found)
+
+
+_SCOPE_AS = {"office": "work", "business": "work"}
+_WEEK_PART = re.compile(
+    r"\b(?:on|at|for|the|my|our|every)\s+(?P<a>weekdays?|weekends?)\b|\b(?P<b>weekdays?|weekends?)\s+"
+    r"(?!in\b|on\b|at\b|for\b|with\b|to\b|from\b|as\b|job\b|work\b)[a-z]{3,}|周末|工作日",
+    re.IGNORECASE,
+)
+
+
+def _week_part(text: str) -> frozenset[str]:
+    """The part of the week a statement is for: "my weekday alarm", "on weekends", 周末."""
+    found = set()
+    for m in _WEEK_PART.finditer(text):
+        word = (m.group("a") or m.group("b") or m.group()).lower()
+        found.add("weekend" if word.startswith("weekend") or word == "周末" else "weekday")
     return frozenset(found)
 
 
@@ -705,6 +859,6 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
         return None
     if _split_name(new, fresh, kept) or _scopes(old) != _scopes(new):
         return None
-    if other_context(old, new, ""):
+    if other_context(old, new, "") or other_of_kind(old, new, _overlap(topic(old), topic(new))[0]):
         return None
     return i

@@ -699,6 +699,50 @@ def test_a_relative_in_apposition_keeps_their_fact_apart(store: ConclusionStore)
     assert tom in _active(store)
 
 
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        # another one of a thing both name: its qualifier, part of the week, group, time
+        (
+            "The front door lock is a Yale smart lock.",
+            "We swapped the back door lock for a Chubb deadbolt.",
+        ),
+        ("My weekday alarm goes off at 6:30.", "On weekends I've moved the alarm to 9:00."),
+        ("我们科室的饮水机在走廊尽头。", "放射科的饮水机现在搬到二楼了。"),
+        ("我们这栋楼的快递柜在东门。", "隔壁那栋楼的快递柜以后挪到北门了。"),
+        (
+            "The marketing team's retro is on Thursdays.",
+            "The sales team has moved their retro to Fridays.",
+        ),
+        ("Last winter we skied in Andorra.", "This winter we're going to Bansko instead."),
+        ("张磊是我们组的前端。", "另一个组也有个张磊，下个月调去杭州了。"),
+    ],
+)
+def test_another_one_of_the_same_kind_stays_apart(
+    store: ConclusionStore, first: str, second: str
+) -> None:
+    store.remember(first)
+    assert store.remember(second).action == "created"
+    assert _active(store) == sorted([first, second])
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("Ines works on the billing team.", "Ines has moved to the search team."),
+        (
+            "My Tuesday pottery class is at the arts centre.",
+            "My pottery class moved to Thursday evenings.",
+        ),
+    ],
+)
+def test_a_qualifier_that_is_the_new_value_still_updates(
+    store: ConclusionStore, first: str, second: str
+) -> None:
+    store.remember(first)
+    assert store.remember(second).action == "superseded"
+
+
 def test_parts_of_statements_in_real_wording() -> None:
     from memory.extraction import slot_of
     from memory.reconcile import owners
@@ -729,6 +773,30 @@ def test_every_scenario_file_is_a_runnable_scenario() -> None:
         assert len(steps) >= 40, path.name
         for step in steps:
             assert step.forget or step.value.lower() in step.text.lower(), (path.name, step.text)
+
+
+def test_pair_files_load_and_a_malformed_one_is_named(tmp_path: Path) -> None:
+    """bench/pairs/*.yaml (look-alikes and updates, bench/memory_pairs.py) is data too."""
+    module = _bench_module("memory_pairs")
+    files = sorted((Path(__file__).resolve().parent.parent / "bench" / "pairs").glob("*.yaml"))
+    assert files
+    for path in files:
+        pairs = module.load_pairs(path)
+        assert {p.label for p in pairs} == {"separate", "update"}, path.name
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("pairs:\n- first: a\n  second: b\n  label: maybe\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad\.yaml: pair 1"):
+        module.load_pairs(bad)
+
+
+def test_the_pairs_bench_counts_false_merges_and_updates() -> None:
+    module = _bench_module("memory_pairs")
+    pairs = [
+        module.Pair("My vet is Dr. Lowe.", "My sister's vet is Dr. Ames.", "separate"),
+        module.Pair("My vet is Dr. Lowe.", "My vet is now Dr. Brandt.", "update"),
+    ]
+    result = module.run(pairs)
+    assert (result["false_merges"], result["updates_recognised"]) == (0, 1)
 
 
 @pytest.mark.parametrize(
