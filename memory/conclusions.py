@@ -64,6 +64,7 @@ from memory.redact import Redactor
 from memory.sameness import (
     NEAR_UPDATE,
     about_speaker,
+    as_persons,
     named_relations,
     near,
     nearest_change,
@@ -754,8 +755,9 @@ class ConclusionStore:
                 row
                 for row in self._get_many(hit.id for hit in hits).values()
                 if mentions(row.text, value)
-                and owners(row.text) - owners(value) == new_owners
-                and _same_speaker(who, speaker(row.text), value, text)
+                and as_persons(owners(row.text) - owners(value), row.text, text)
+                == as_persons(new_owners, text, row.text)
+                and _same_speaker(who, speaker(row.text), value, text, row.text)
                 and not other_context(row.text, text, value)
             ]
             if keys and _normalised(value) not in keys:
@@ -1414,7 +1416,9 @@ def _names_subject(text: str, keys: set[str]) -> bool:
     return False
 
 
-def _same_speaker(new: str | None, old: str | None, replaced: str, text: str = "") -> bool:
+def _same_speaker(
+    new: str | None, old: str | None, replaced: str, text: str = "", old_text: str = ""
+) -> bool:
     """Can a change by `new` replace a row about `old`? "Anna switched from tea to juice"
     does not end "I switched from tea to coffee"; "Sofia took over from Lucas" does end
     "Lucas is the lead" (the replaced value is that row's person), and "Priya took over
@@ -1422,6 +1426,10 @@ def _same_speaker(new: str | None, old: str | None, replaced: str, text: str = "
     place)."""
     if new is None or old is None or new == old:
         return True
+    if replaced.lower() == new and (old == new or old.startswith(new + " ")):
+        return True  # "Marta is fully booked, so …" of "Marta Kowalski does …": she went
+    if old == "me" and new in named_relations(old_text).values():
+        return True  # "Oliver's practice moved …" of "My son Oliver's practice is …"
     return mentions(replaced, old) or bool(_TAKEOVER.search(text))
 
 

@@ -157,7 +157,8 @@ _EN_OLD: tuple[re.Pattern[str], ...] = (
         re.I,
     ),
     re.compile(
-        r"\b(?:sold|ditched|dropped|gave\s+up|got\s+rid\s+of|stopped\s+using|quit|cancell?ed"
+        r"\b(?:sold|ditched|dropped|gave\s+up|given\s+up|got\s+rid\s+of|quit|cancell?ed"
+        r"|stopped\s+(?:using|seeing|going\s+to|buying\s+from|shopping\s+at|ordering\s+from)"
         r"|ended|terminated|unsubscribed\s+from|left|moved\s+away\s+from)\s+"
         r"(?:my\s+|our\s+|the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:!?]+?)"
         r"(?:\s+(?:and|for|in\s+favou?r\s+of)\b|\s*(?:[,.;:!?]|$))",
@@ -174,12 +175,21 @@ _EN_OLD: tuple[re.Pattern[str], ...] = (
         r"(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?(?:[A-Z0-9][\w'.:-]*|[a-z][\w-]*\d[\w-]*)"
         r"(?:\s+[A-Z0-9][\w'.:-]*){0,3})\s*(?:any\s?more\s*)?(?:[,.;:!?)]|$)"
     ),
+    # "it's aspirin I'm allergic to, not ibuprofen": a plain word after the contrast,
+    # ending the sentence (the store checks that a stored row names it)
+    re.compile(
+        r",\s*(?:and\s+|but\s+)?not\s+(?:the\s+|my\s+|our\s+)?"
+        r"(?P<old>(?!(?:really|sure|bad|yet|now|that|much|quite|always|just|so|too|even|exactly"
+        r"|only|at\s+all|anymore|any\s+more|any\s+longer)\b)[a-z][\w-]{2,}(?:\s+[a-z][\w-]{2,})?)"
+        r"\s*(?:[.!?)]|$)"
+    ),
 )
 _EN_GONE = re.compile(
     r"(?:^|[,;.]\s+|\b(?:since|because|as|now\s+that)\s+)(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?"
     r"[A-Z][\w'&-]*(?:\s+[A-Z][\w'&-]*){0,3})\s+(?:has\s+|had\s+|just\s+)?"
     r"(?:retired|left|quit|closed(?:\s+down)?|shut\s+down|moved\s+away|went\s+bust|stepped\s+down"
-    r"|passed\s+away|is\s+gone|is\s+no\s+more|went\s+on\s+leave|is\s+on\s+leave)\b"
+    r"|passed\s+away|is\s+gone|is\s+no\s+more|went\s+on\s+leave|is\s+on\s+leave"
+    r"|went\s+downhill|got\s+worse|botched|moved\s+back\s+to|is\s+fully\s+booked)\b"
 )
 _EN_FROM_TO = re.compile(
     r"\bfrom\s+(?:the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:]+?)\s+(?:to|into|for)\s+(?P<new>[^,.;:]+)",

@@ -183,6 +183,7 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
             and word not in _ZH_GENERIC_NOUNS
         ):
             found.add(word)
+    found.update(_chosen(words))
     for i, (word, flag) in enumerate(words):
         if (
             not _HAS_HAN.search(word)
@@ -218,6 +219,37 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
     elif who is None and (lead := _LEADING_PERSON.match(body)):
         found.add(lead.group("name").lower())  # "Yusuf coaches the under-nines"
     return frozenset(found)
+
+
+# verbs of choosing a vendor or a product: what they take is a value (买了一份平安的…,
+# 转投了众安, 推荐小米的, 在平安买的)
+_ZH_CHOICE_VERBS = frozenset("买 订 选 投 转投 改投 改订 推荐 办 装 换成 改用 换用 在".split())  # noqa: SIM905
+
+
+def _chosen(words: tuple[tuple[str, str], ...]) -> set[str]:
+    """The word a choice verb takes, past 了/过 and a measure word (一份, 一台), when it
+    is a name-like word of two or more characters, whatever its part of speech."""
+    found = set()
+    for i, (word, _) in enumerate(words):
+        if word not in _ZH_CHOICE_VERBS:
+            continue
+        j = i + 1
+        while j < len(words) and (words[j][0] in ("了", "过") or words[j][1] in ("m", "q", "mq")):
+            j += 1
+        if j >= len(words):
+            continue
+        taken, flag = words[j]
+        if (
+            len(taken) >= 2
+            and _HAS_HAN.search(taken)
+            and flag[:1] in ("n", "a", "j", "x", "e")
+            and taken not in _ZH_NOT_TOPIC
+            and taken not in _ZH_GENERIC_NOUNS
+            and taken not in _ZH_RELATIVE
+            and not (word == "在" and flag[:1] != "a")  # 在 + a noun is a place: the rule above
+        ):
+            found.add(taken)
+    return found
 
 
 @lru_cache(maxsize=8192)
@@ -271,7 +303,8 @@ def same_people(old: str, new: str, old_values: frozenset[str] = frozenset()) ->
     # whose it is, said in the main clause ("外婆上周转到了…，妈妈也放心一些" is 外婆's),
     # unless the person only one main clause names is in both texts ("My mentor … is
     # Renata" / "Had coffee with HR — my old mentor has moved …, so …")
-    differ = (_people(_main(old)) - {a}) ^ (_people(_main(new)) - {b} - old_values)
+    p_old, p_new = _people(_main(old)) - {a}, _people(_main(new)) - {b} - old_values
+    differ = as_persons(p_old, old, new) ^ as_persons(p_new, new, old)
     if differ - (owners(old) & owners(new)):
         return False
     return a is None or b is None or a == b
@@ -389,6 +422,18 @@ def named_relations(text: str) -> dict[str, str]:
         if m.group("rel") in RELATION_WORDS_ZH
     )
     return found
+
+
+def as_persons(people: frozenset[str] | set[str], text: str, other_text: str) -> frozenset[str]:
+    """`people` without a relation word the text gives a name when the other text names
+    that person with no relation word at all ("My son Oliver's practice" and "Oliver's
+    practice" are about Oliver; "my friend Nadia" and "my colleague Nadia" stay two)."""
+    if owners(other_text) & (RELATION_WORDS | RELATION_WORDS_ZH):
+        return frozenset(people)
+    names, other = named_relations(text), unicodedata.normalize("NFKC", other_text).lower()
+    return frozenset(
+        p for p in people if not (p in names and re.search(rf"\b{re.escape(names[p])}\b", other))
+    )
 
 
 def whose(text: str) -> frozenset[str]:
@@ -684,12 +729,18 @@ def _han_shared(old: str, new: str) -> set[str]:
         p
         for p in pairs(old) & pairs(new)
         if not any(ch in _FUNCTION_HAN for ch in p)
+        and p not in _ZH_JOINERS
         and not any(p in v for v in vals)
         and p not in _ZH_NOT_TOPIC
         and p not in _ZH_RELATIVE
     }
 
 
+# two-character words that join or time a clause: no topic (所以 / 因为 in both texts)
+_ZH_JOINERS = frozenset(
+    """所以 因为 但是 不过 而且 然后 还是 就是 已经 可以 因此 如果 虽然 只是 一下 一直 一起 这个
+    那个 现在 以后 之前 每次 觉得 知道 所有 什么 怎么 没有 不是 时候 后来 最近 一些 有点""".split()  # noqa: SIM905
+)
 _FUNCTION_HAN = frozenset(
     "的了是在和与也就都还又吗呢吧啊个把被给我你他她们这那有不没到去来上下说要会能"
 )
