@@ -755,8 +755,12 @@ class ConclusionStore:
                 row
                 for row in self._get_many(hit.id for hit in hits).values()
                 if mentions(row.text, value)
-                and as_persons(owners(row.text) - owners(value), row.text, text)
-                == as_persons(new_owners, text, row.text)
+                and (
+                    as_persons(owners(row.text) - owners(value), row.text, text)
+                    == as_persons(new_owners, text, row.text)
+                    # 马教练调走了，现在带我儿子踢球的是…: the people a later clause names
+                    or (_HAN_TEXT.search(text) and owners(row.text) <= owners(text))
+                )
                 and _same_speaker(who, speaker(row.text), value, text, row.text)
                 and not other_context(row.text, text, value)
             ]
@@ -1414,6 +1418,9 @@ def _names_subject(text: str, keys: set[str]) -> bool:
         elif key.split() and set(key.split()) <= words and len(key.split()) >= 2:
             return True
     return False
+
+
+_HAN_TEXT = re.compile(f"[{HAN}]")
 
 
 def _same_speaker(

@@ -145,7 +145,7 @@ _EN_OLD: tuple[re.Pattern[str], ...] = (
         re.I,
     ),
     re.compile(
-        r"\btook\s+over\s+(?:(?:the|my|our)\s+[\w\s-]{1,40}?\s+)?from\s+(?:my\s+|our\s+|the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:]+?)(?:\s+as\b|\s*(?:[,.;:]|$))",
+        r"\b(?:took|taken|takes|taking)\s+over\s+(?:(?:the|my|our)\s+[\w\s-]{1,40}?\s+)?from\s+(?:my\s+|our\s+|the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:]+?)(?:\s+as\b|\s*(?:[,.;:]|$))",
         re.I,
     ),
     re.compile(r"\b(?:has\s+been\s+|was\s+)replaced\s+by\b(?P<old>)", re.I),
@@ -189,7 +189,8 @@ _EN_GONE = re.compile(
     r"[A-Z][\w'&-]*(?:\s+[A-Z][\w'&-]*){0,3})\s+(?:has\s+|had\s+|just\s+)?"
     r"(?:retired|left|quit|closed(?:\s+down)?|shut\s+down|moved\s+away|went\s+bust|stepped\s+down"
     r"|passed\s+away|is\s+gone|is\s+no\s+more|went\s+on\s+leave|is\s+on\s+leave"
-    r"|went\s+downhill|got\s+worse|botched|moved\s+back\s+to|is\s+fully\s+booked)\b"
+    r"|went\s+downhill|got\s+worse|botched|moved\s+back\s+to|is\s+fully\s+booked"
+    r"|(?:handed|passed)\s+(?:\w+\s+){0,3}(?:over|on)\s+to)\b"
 )
 _EN_FROM_TO = re.compile(
     r"\bfrom\s+(?:the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:]+?)\s+(?:to|into|for)\s+(?P<new>[^,.;:]+)",
@@ -395,6 +396,8 @@ def mentions(text: str, value: str) -> bool:
     }
     text_words = {w.rstrip(".:") for w in _LATIN.findall(norm)}
     text_words |= {w[:-1] for w in text_words if w.endswith("s")}  # Tuesdays -> tuesday
+    text_words |= {w.split("'")[0] for w in text_words}  # Luigi's -> luigi
+    words = {w.split("'")[0] for w in words}
     return bool(words) and words <= text_words
 
 

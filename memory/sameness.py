@@ -184,6 +184,13 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
         ):
             found.add(word)
     found.update(_chosen(words))
+    found.update(
+        m.group("v")
+        for m in _ZH_BOUGHT_AT.finditer(body)
+        if m.group("v") not in _ZH_GENERIC_NOUNS
+        and m.group("v") not in _ZH_RELATIVE
+        and not re.search("[里边下上面头]$", m.group("v"))
+    )
     for i, (word, flag) in enumerate(words):
         if (
             not _HAS_HAN.search(word)
@@ -223,7 +230,9 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
 
 # verbs of choosing a vendor or a product: what they take is a value (买了一份平安的…,
 # 转投了众安, 推荐小米的, 在平安买的)
-_ZH_CHOICE_VERBS = frozenset("买 订 选 投 转投 改投 改订 推荐 办 装 换成 改用 换用 在".split())  # noqa: SIM905
+_ZH_CHOICE_VERBS = frozenset("买 订 选 投 转投 改投 改订 推荐 办 装 换 换成 改用 换用 在".split())  # noqa: SIM905
+# a vendor jieba splits: 在众安买的, 在京东订的
+_ZH_BOUGHT_AT = re.compile(f"在(?P<v>[{HAN}]{{2,4}}?)(?:买|办|订|投保|开户|租|修|配|做)(?:的|了)")
 
 
 def _chosen(words: tuple[tuple[str, str], ...]) -> set[str]:
@@ -592,11 +601,14 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
     old_now = values(old) - _replaced(old)  # what the stored text holds now
     new_vals = (values(new) - replaced_new) | _named_short(old_now, new)
     fresh = {v for v in new_vals if not _known(v, values(old, loose=True))}
-    dropped = {v for v in old_now if not _known(v, values(new, loose=True))}
+    new_body = unicodedata.normalize("NFKC", new)
+    # a Chinese value the new text writes is kept, whatever jieba makes of it there
+    said = values(new, loose=True) | {v for v in old_now if _HAS_HAN.search(v) and v in new_body}
+    dropped = {v for v in old_now if not _known(v, said)}
     retired = {v for v in old_now if _known(v, replaced_new)}
     if retired:
         return None  # the new text names the stored value as replaced: the named-value rule's
-    kept = {v for v in old_now if _known(v, values(new, loose=True))} | _named_short(old_now, new)
+    kept = {v for v in old_now if _known(v, said)} | _named_short(old_now, new)
     if _all_differ(old, new, old_now, new_vals, kept):
         return None  # every name, date and number differs: another meeting, invoice, person
     if still_cue(new) and kept and not fresh and similarity >= NEAR_UPDATE:

@@ -743,6 +743,43 @@ def test_a_qualifier_that_is_the_new_value_still_updates(
     assert store.remember(second).action == "superseded"
 
 
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (
+            "I'm allergic to penicillin.",
+            "Correction: it's amoxicillin I'm allergic to, not penicillin.",
+        ),
+        (
+            "My osteopath is Carla at Spine Works.",
+            "I've stopped seeing Carla; my osteopath is Ravi now.",
+        ),
+        (
+            "Our usual pizza place is Luigi's Oven.",
+            "We order from Forno Rosso these days; Luigi's Oven went downhill.",
+        ),
+        (
+            "My daughter Mia's ballet class is on Mondays at 4.",
+            "Mia's ballet class moved from Monday to Wednesday.",
+        ),
+        (
+            "Petra in finance approves my expenses.",
+            "Jonas has taken over from Petra as the one who approves expenses.",
+        ),
+        ("我的宠物保险是在众安买的。", "宠物保险今年换了平安，众安太贵了。"),
+    ],
+)
+def test_updates_said_by_what_went_away(store: ConclusionStore, first: str, second: str) -> None:
+    store.remember(first)
+    assert store.remember(second).action == "superseded"
+    assert _active(store) == [second]
+
+
+def test_a_friend_and_a_colleague_of_one_name_stay_two(store: ConclusionStore) -> None:
+    store.remember("My friend Lotte Brandt lives in Prague now.")
+    assert store.remember("My colleague Lotte Brandt lives in Porto now.").action == "created"
+
+
 def test_parts_of_statements_in_real_wording() -> None:
     from memory.extraction import slot_of
     from memory.reconcile import owners
