@@ -759,7 +759,7 @@ class ConclusionStore:
                     as_persons(owners(row.text) - owners(value), row.text, text)
                     == as_persons(new_owners, text, row.text)
                     # 马教练调走了，现在带我儿子踢球的是…: the people a later clause names
-                    or (_HAN_TEXT.search(text) and owners(row.text) <= owners(text))
+                    or (_HAN_TEXT.search(text) and owners(row.text) == owners(text))
                 )
                 and _same_speaker(who, speaker(row.text), value, text, row.text)
                 and not other_context(row.text, text, value)

@@ -362,7 +362,8 @@ def _people(text: str) -> frozenset[str]:
 
 _GROUP_THEIR = re.compile(
     r"^(?:the|our|my)?\s*(?P<who>(?:[A-Za-z]+\s+){0,2}(?:team|group|department|squad|crew"
-    r"|committee|club|class|office))\b(?=.*\btheir\b)",
+    r"|committee|club|class|office)|(?!(?:I|We|My|Our|The|They|He|She|It|This|That)\b)[A-Z][a-z]+)"
+    r"\b(?=.*\btheir\b)",
     re.IGNORECASE,
 )
 # whose a thing is, in Chinese, when it is not the speaker's
@@ -481,7 +482,8 @@ _ZH_OTHER_ONE = re.compile("隔壁|邻居|对门|别的|其他|另|人家")
 _ZH_WHOSE_LEAD = re.compile("^(?:我们家|我们|咱们家|咱们|咱家|我家|咱|我|家里|家)")
 # a statement that says another one of its kind exists ("另一个组也有个张伟", "also has a")
 _ANOTHER = re.compile(
-    r"\b(?:also\s+has|also\s+have|has\s+one\s+too|has\s+its\s+own|have\s+their\s+own)\b"
+    r"\b(?:also\s+has|also\s+have|has\s+one\s+too|has\s+its\s+own|have\s+their\s+own"
+    r"|as\s+well,?\s+so\s+we\s+clash|as\s+well\s*[.!]?$)\b"
     "|另一个|另外一个|另一位|另外一位|另一家|另一只|另一辆|也有个|也有一个|也有位",
     re.IGNORECASE,
 )
@@ -530,8 +532,11 @@ def qualifiers(text: str, head: str) -> frozenset[str]:
 
 
 def _zh_qualifiers(body: str, head: str) -> frozenset[str]:
-    """`qualifiers` in Chinese: the nouns right before 的 and the head (财务部的打印机)."""
-    found: set[str] = set()
+    """`qualifiers` in Chinese: the nouns right before 的 and the head (财务部的打印机),
+    or a letter or number written onto it (A项目, 3号楼)."""
+    found: set[str] = {
+        m.group(1).lower() for m in re.finditer(f"([A-Za-z0-9]{{1,8}})号?{re.escape(head)}", body)
+    }
     for m in re.finditer(f"([{HAN}]{{1,8}}?)的{re.escape(head)}", body):
         span = _ZH_WHOSE_LEAD.sub("", re.split("[，。,、；;：:！!？?]", m.group(1))[-1])
         if _ZH_OTHER_ONE.search(span):
@@ -564,6 +569,12 @@ def other_of_kind(old: str, new: str, shared: set[str]) -> bool:
         return True
     a, b = _scopes(old) | _week_part(old), _scopes(new) | _week_part(new)
     if a and b and not a & b:  # the weekday alarm, the weekend one; work and home
+        return True
+    days = _day_parts(new) if _week_part(old) and not _week_part(new) else frozenset()
+    if days and not days & _week_part(old):
+        return True  # "opens at 6am on weekdays" / "On Sundays the gym now opens at 8"
+    a, b = set(_ZH_WHEN.findall(old)), set(_ZH_WHEN.findall(new))
+    if a and b and not a & b:  # 去年春节 / 今年春节: another year's
         return True
     for head in shared:
         q_old, q_new = qualifiers(old, head), qualifiers(new, head)
@@ -741,6 +752,7 @@ def _han_shared(old: str, new: str) -> set[str]:
         p
         for p in pairs(old) & pairs(new)
         if not any(ch in _FUNCTION_HAN for ch in p)
+        and not any(ch in "号点月日周" for ch in p)  # 十五号扣款 / 二十号扣了: no topic
         and p not in _ZH_JOINERS
         and not any(p in v for v in vals)
         and p not in _ZH_NOT_TOPIC
@@ -856,6 +868,22 @@ _WEEK_PART = re.compile(
     r"(?!in\b|on\b|at\b|for\b|with\b|to\b|from\b|as\b|job\b|work\b)[a-z]{3,}|周末|工作日",
     re.IGNORECASE,
 )
+
+
+_ZH_WHEN = re.compile("去年|前年|今年|明年|上次|这次|下次|上学期|这学期|下学期")
+_DAY_PART = re.compile(
+    r"\b(?:on|every)\s+(?P<d>mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?"
+    r"|sundays?)\b",
+    re.IGNORECASE,
+)
+
+
+def _day_parts(text: str) -> frozenset[str]:
+    """The part of the week the days a statement is "on" fall in ("On Sundays": weekend)."""
+    return frozenset(
+        "weekend" if m.group("d").lower().startswith(("sat", "sun")) else "weekday"
+        for m in _DAY_PART.finditer(text)
+    )
 
 
 def _week_part(text: str) -> frozenset[str]:
