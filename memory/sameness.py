@@ -483,7 +483,7 @@ _ZH_WHOSE_LEAD = re.compile("^(?:我们家|我们|咱们家|咱们|咱家|我家
 # a statement that says another one of its kind exists ("另一个组也有个张伟", "also has a")
 _ANOTHER = re.compile(
     r"\b(?:also\s+has|also\s+have|has\s+one\s+too|has\s+its\s+own|have\s+their\s+own"
-    r"|as\s+well,?\s+so\s+we\s+clash|as\s+well\s*[.!]?$)\b"
+    r"|as\s+well,?\s+so\s+we\s+clash)\b|\bas\s+well\s*[.!]?$"
     "|另一个|另外一个|另一位|另外一位|另一家|另一只|另一辆|也有个|也有一个|也有位",
     re.IGNORECASE,
 )
