@@ -412,10 +412,11 @@ _RELATIONS = (
     "dad parents sister brother niece nephew grandma grandpa grandmother grandfather aunt "
     "uncle cousin friend colleague coworker boss neighbour neighbor girlfriend boyfriend "
     "mentor mentee landlord landlady tutor roommate flatmate housemate classmate teammate "
+    "cofounder co-founder "
     "导师 室友 同学 妈 爸 哥 姐 弟 妹 爸妈 父母 "
     "太太 妻子 老婆 爱人 丈夫 老公 先生 儿子 女儿 孩子 妈妈 爸爸 母亲 父亲 姐姐 妹妹 哥哥 弟弟 "
     "侄女 侄子 外甥 外甥女 奶奶 爷爷 外婆 外公 同事 朋友 邻居 表妹 表哥 表姐 表弟 舅舅 姑姑 阿姨 "
-    "大舅 二舅 三舅 小舅 大姨 二姨 小姨 大伯 二伯 大姑 小姑 姑父 姨父 舅妈 婶婶 嫂子 弟媳 "
+    "大舅 小舅 大姨 小姨 大伯 大姑 小姑 姑父 姨父 舅妈 婶婶 嫂子 弟媳 "
     "姐夫 妹夫 小叔子 小姑子 大姑子 岳父 岳母 同桌 闺蜜 发小"
 )
 _RELATION_WORDS = frozenset(_RELATIONS.split())

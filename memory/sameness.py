@@ -638,6 +638,13 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
         # changed: "passed from Rafael to Nadia", "周医生去外地进修了，豆豆以后由林医生接手"
         named = f"{', '.join(sorted(fresh)[:2])} in place of {', '.join(sorted(kept)[:2])}"
         return "update", named
+    if fresh and kept and change_cue(new) and _reason_then_value(new, kept, fresh):
+        # "HireLoop kept sending us the same five people, so Northstar Talent has the
+        # contract now": the stored value in the reason, a new one of its kind after it
+        return (
+            "update",
+            f"{', '.join(sorted(fresh)[:2])} after what {', '.join(sorted(kept)[:2])} did",
+        )
     if similarity < NEAR_UPDATE:
         return None  # the rules below need a closer statement than a named value does
     same_values = not dropped and (t_new <= t_old or t_old <= t_new or len(new_vals) >= 2)
@@ -673,6 +680,26 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
         # "Lena has moved to the fraud team" / "Lena works on the payments team"
         return "update", f"{who} changed what the {', '.join(sorted(shared)[:2])} is"
     return None
+
+
+_SO = re.compile(r",?\s+so\s+|[，,]\s*(?:所以|因此|于是|就)|所以")
+
+
+def _reason_then_value(new: str, kept: set[str], fresh: set[str]) -> bool:
+    """Is `new` "<reason naming the stored value>, so <a new value of its kind>"? Every
+    kept value is in the reason and none after it; a fresh one of the same type after."""
+    body = unicodedata.normalize("NFKC", new)
+    parts = _SO.split(body, maxsplit=1)
+    if len(parts) != 2:
+        return False
+    reason, result = parts
+    after = values(result, loose=True)
+    return (
+        all(_known(k, values(reason, loose=True)) or k in reason.lower() for k in kept)
+        and not any(_known(k, after) for k in kept)
+        and _same_type({f for f in fresh if _known(f, after)}, kept)
+        and not _split_name(new, fresh, kept)
+    )
 
 
 def _runs(text: str, vals: set[str] | frozenset[str]) -> list[set[str]]:
@@ -838,7 +865,8 @@ def _same_kind_of_thing(
 
 _SCOPE_USE = re.compile(
     rf"\b(?:for|at|from|on|my|our|his|her|the)\s+(?:\w+\s+)?(?P<a>{'|'.join(_SCOPES)})\b"
-    rf"|\b(?P<b>{'|'.join(_SCOPES)})\s+(?!in\b|on\b|at\b|for\b|with\b|to\b|from\b|as\b)[a-z]{{3,}}",
+    rf"|\b(?P<b>{'|'.join(_SCOPES)})\s+(?!in\b|on\b|at\b|for\b|with\b|to\b|from\b|as\b"
+    r"|things?\b|note\b|stuff\b|matters?\b|reminder\b|update\b|question\b)[a-z]{3,}",
     re.IGNORECASE,
 )
 

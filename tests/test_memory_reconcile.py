@@ -676,6 +676,17 @@ def test_candidates_include_the_rows_a_statement_shares_rare_words_with(
     assert all(-1.0 <= sim <= 1.0 for sim in found.values())
 
 
+def test_a_change_that_fits_someones_parallel_fact_and_the_speakers_takes_the_speakers(
+    store: ConclusionStore,
+) -> None:
+    mine = "Thursday nights I play five-a-side football at the sports hall."
+    store.remember(mine)
+    store.remember("My teammate Ola plays five-a-side too, but with a crew in Leyton.")
+    done = store.remember("The sports hall changed its bookings and five-a-side is on Mondays now.")
+    assert done.action == "superseded" and done.previous is not None
+    assert done.previous.text == mine
+
+
 def test_a_row_about_the_speaker_goes_first_only_when_it_answers(
     store: ConclusionStore,
 ) -> None:
@@ -777,6 +788,10 @@ def test_a_qualifier_that_is_the_new_value_still_updates(
             "Jonas has taken over from Petra as the one who approves expenses.",
         ),
         ("我的宠物保险是在众安买的。", "宠物保险今年换了平安，众安太贵了。"),
+        (
+            "Our payroll runs through a provider called PayWise.",
+            "PayWise botched two pay runs in a row, so Gusto handles our payroll now.",
+        ),
     ],
 )
 def test_updates_said_by_what_went_away(store: ConclusionStore, first: str, second: str) -> None:
