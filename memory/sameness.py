@@ -210,6 +210,7 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
     # surname with a title or 小/老: 张阿姨, 王老师, 小杨 (jieba often splits them)
     found.update(m.group("name") for m in _ZH_PLACE.finditer(body))
     found.update(m.group() for m in _ZH_TITLED.finditer(body))
+    found.update(m.group() for m in _ZH_FLOOR.finditer(body))  # 五楼, 12层: where
     found.update(_zh_value(m.group()) for m in _ZH_TIME.finditer(body))
     for m in _ZH_DATE.finditer(body):  # 十一月一号 as one value, not 十一月 and 一号
         found.add(m.group())
@@ -352,7 +353,9 @@ def _people(text: str) -> frozenset[str]:
         found.add(group.group("who").lower())
     words = zh_words(text)
     for i, (word, flag) in enumerate(words[:-1]):
-        if words[i + 1][0] != "的":
+        if words[i + 1][0] == "家" and i + 2 < len(words) and words[i + 2][0] == "的":
+            pass  # 隔壁李阿姨家的狗: whose is the word before 家
+        elif words[i + 1][0] != "的":
             continue
         person = flag in ("nr", "nrfg", "nrt") or _ZH_TITLED.fullmatch(word)
         if person or word in _ZH_OTHERS or re.search("(?:隔壁|邻居|对门)", word):
@@ -484,7 +487,7 @@ _ZH_WHOSE_LEAD = re.compile("^(?:我们家|我们|咱们家|咱们|咱家|我家
 _ANOTHER = re.compile(
     r"\b(?:also\s+has|also\s+have|has\s+one\s+too|has\s+its\s+own|have\s+their\s+own"
     r"|as\s+well,?\s+so\s+we\s+clash)\b|\bas\s+well\s*[.!]?$"
-    "|另一个|另外一个|另一位|另外一位|另一家|另一只|另一辆|也有个|也有一个|也有位",
+    "|另一个|另外一个|另一位|另外一位|另一家|另一只|另一辆|也有个|也有一个|也有位|也叫|也姓",
     re.IGNORECASE,
 )
 
@@ -557,7 +560,46 @@ def _zh_qualifiers(body: str, head: str) -> frozenset[str]:
         span = _ZH_PLACE_TAIL.sub("", "".join(kept))
         if span:
             found.add(span)
+    words = zh_words(body)
+    for i, (word, _) in enumerate(words):
+        if word != head or i == 0:
+            continue
+        before, flag = words[i - 1]
+        towards = i > 1 and words[i - 2][0] in _ZH_TOWARDS
+        # 北京分公司 / 深圳分公司, 楼上卫生间 / 楼下卫生间: a place or part written onto it
+        if (
+            not towards
+            and len(before) >= 2
+            and flag in ("ns", "s", "f")
+            and before not in _ZH_CHANGED
+        ):
+            found.add(before)
     return frozenset(found)
+
+
+_ZH_FLOOR = re.compile(r"(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:楼|层)(?!下|上)")
+_ZH_TOWARDS = frozenset("到 去 在 调 搬 改到 改在 换到 调到 搬到 成 为".split())  # noqa: SIM905
+# a floor, a team number, a half of the year, a season, a child by birth order: which one
+_ZH_FRAME = re.compile(
+    r"(?P<f>(?:[一二三四五六七八九十\d]+(?:楼|层))|楼上|楼下)"
+    r"|(?P<t>[一二三四五六七八九十\d]+(?:队|组|班|期))"
+    r"|(?P<h>上半年|下半年|上学期|下学期)"
+    r"|(?P<s>(?:春|夏|秋|冬)(?:天|季)|暑假|寒假)"
+    r"|(?P<c>大女儿|小女儿|二女儿|大儿子|小儿子|二儿子|老大|老二|老三)"
+)
+
+
+def _zh_frames(text: str) -> dict[str, set[str]]:
+    """The which-one words of a Chinese statement by family (floor, team, half, season,
+    child), leaving out one a move goes to (搬到三楼: the new value)."""
+    found: dict[str, set[str]] = {}
+    for m in _ZH_FRAME.finditer(text):
+        clause = re.split("[，。,；;！？!?]", text[: m.start()])[-1]
+        if re.search("到|去|调|搬|改在|换到", clause):
+            continue  # 搬到我们家楼下那套一楼的房子: where the move goes
+        family = next(name for name, value in m.groupdict().items() if value)
+        found.setdefault(family, set()).add(m.group())
+    return found
 
 
 def other_of_kind(old: str, new: str, shared: set[str]) -> bool:
@@ -576,6 +618,10 @@ def other_of_kind(old: str, new: str, shared: set[str]) -> bool:
     a, b = set(_ZH_WHEN.findall(old)), set(_ZH_WHEN.findall(new))
     if a and b and not a & b:  # 去年春节 / 今年春节: another year's
         return True
+    frames_old, frames_new = _zh_frames(old), _zh_frames(new)
+    for family, these in frames_new.items():
+        if frames_old.get(family) and not these & frames_old[family]:
+            return True  # 楼上 / 楼下, 一队 / 二队, 上半年 / 下半年, 夏天 / 冬季, 大女儿 / 小女儿
     for head in shared:
         q_old, q_new = qualifiers(old, head), qualifiers(new, head)
         if _HAS_HAN.search(head):

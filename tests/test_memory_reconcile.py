@@ -737,6 +737,12 @@ def test_a_relative_in_apposition_keeps_their_fact_apart(store: ConclusionStore)
         ("The pool opens at 7am on weekdays.", "On Saturdays the pool now opens at 9."),
         ("我们的房贷每月十号扣款。", "车贷以后改成每月二十五号扣了。"),
         ("我二姨住在西安，刚退休。", "我小姨现在不在西安了，搬去成都了。"),
+        ("我们家二楼卧室的空调是格力的。", "一楼卧室的空调刚换成了海信。"),
+        ("广州分店每天早上十点开门。", "杭州分店以后改成早上九点开门。"),
+        ("公司足球一队每周三晚上训练。", "足球二队从下周起改到周五晚上训练。"),
+        ("暑假的时候图书馆早上八点开门。", "寒假图书馆改成九点开门了。"),
+        ("大儿子每周日上午学钢琴。", "小儿子以后周日上午学围棋。"),
+        ("对门王叔叔家的猫叫咪咪。", "我们家的猫现在也叫咪咪了。"),
     ],
 )
 def test_another_one_of_the_same_kind_stays_apart(
@@ -751,6 +757,7 @@ def test_another_one_of_the_same_kind_stays_apart(
     ("first", "second"),
     [
         ("Ines works on the billing team.", "Ines has moved to the search team."),
+        ("外婆住在老小区的五楼。", "外婆上个月搬到我们家隔壁那栋的二楼去了。"),
         (
             "My Tuesday pottery class is at the arts centre.",
             "My pottery class moved to Thursday evenings.",
@@ -851,11 +858,12 @@ def test_pair_files_load_and_a_malformed_one_is_named(tmp_path: Path) -> None:
         module.load_pairs(bad)
 
 
-def test_look_alike_pairs_written_by_others_are_not_merged() -> None:
-    """The second pair file (written blind; its first run merged 7 of 45 look-alikes):
-    no look-alike is merged now. (How many updates are recognised is a bench number.)"""
+@pytest.mark.parametrize("name", ["heldout_pairs_s13_b.yaml", "heldout_pairs_s13_c.yaml"])
+def test_look_alike_pairs_written_by_others_are_not_merged(name: str) -> None:
+    """Two pair files written blind (their first runs merged 7 of 45 and 9 of 40
+    look-alikes): no look-alike is merged now. (Updates recognised: a bench number.)"""
     module = _bench_module("memory_pairs")
-    path = Path(__file__).resolve().parent.parent / "bench" / "pairs" / "heldout_pairs_s13_b.yaml"
+    path = Path(__file__).resolve().parent.parent / "bench" / "pairs" / name
     result = module.run(module.load_pairs(path))
     assert [(m["first"], m["second"]) for m in result["false_merge_pairs"]] == []
 
@@ -879,6 +887,7 @@ def test_the_pairs_bench_counts_false_merges_and_updates() -> None:
         "heldout14_s13_b.yaml",
         "heldout15_s13_c.yaml",
         "heldout16_s13_d.yaml",
+        "heldout17_s13_e.yaml",
     ],
 )
 def test_scenarios_written_by_others_merge_no_look_alike(name: str) -> None:
