@@ -29,7 +29,6 @@ import yaml
 
 from assistant.app import Assistant
 from assistant.config import load_settings
-from memory.conclusions import ConclusionStore
 
 PAIRS = Path(__file__).resolve().parent / "pairs"
 LABELS = ("separate", "update")
@@ -58,18 +57,6 @@ def load_pairs(path: Path) -> list[Pair]:
     return pairs
 
 
-def _empty(store: ConclusionStore) -> None:
-    for row in store.database.query("SELECT id FROM conclusions"):
-        store.index.unembed([row["id"]])
-    store.database.write_many(
-        [
-            ("DELETE FROM conclusions", ()),
-            (f"DELETE FROM {store.index.fts_table}", ()),
-            (f"DELETE FROM {store.index.context_table}", ()),
-        ]
-    )
-
-
 def run(pairs: list[Pair]) -> dict[str, Any]:
     """Every pair on one emptied store; the counts and the misses."""
     began = time.perf_counter()
@@ -80,7 +67,7 @@ def run(pairs: list[Pair]) -> dict[str, Any]:
             assert assistant.memory is not None
             store = assistant.memory.store
             for n, pair in enumerate(pairs, 1):
-                _empty(store)
+                store.clear()
                 store.remember(pair.first)
                 done = store.remember(pair.second)
                 why = done.decision.reason if done.decision else ""

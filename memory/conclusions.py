@@ -88,34 +88,26 @@ STATUSES: tuple[str, ...] = ("active", "superseded", "retired")
 # May" / "Ben's birthday is on 9 June"): at 10k rows most new facts had a neighbour above
 # 0.93. Similarity therefore only admits a candidate; what decides is structure: a shared
 # subject, or the same frame with only the value changed, or the same content words.
+SAME_STATEMENT = 0.955
+SAME_FRAME = 0.85
+CANDIDATES = 5
+# and the best full-text matches beside them (a long statement is near its row in words)
+WORD_CANDIDATES = 3
+# the model judges a new conclusion against at most this many stored ones
+JUDGE_CANDIDATES = 5
+# a new "my work laptop is …" is typed against at most this many nearest rows that only
+# say what the speaker uses ("I use a ThinkPad X1 for work"): one embedding each
+TYPED_CANDIDATES = 5
 # a correction with no subject of its own corrects the last row if it is this recent
 # (seconds) and this near: "Sorry, I got that wrong - they're Signia" after the hearing aids
 JUST_SAID = 15 * 60
 NEAR_JUST_SAID = 0.75
-SAME_STATEMENT = 0.955
-SAME_FRAME = 0.85
 # what a question about a relative found only by the relation word ("our son"), beside
 # what it finds by their name ("Haohao"), scores this share
 NOT_BY_NAME = 0.5
 # a row about whom a question asks goes first if its similarity to the question is
 # within this of the best row's (measured on the scenario files, docs/BENCHMARKS.md)
 SPEAKER_MARGIN = 0.05
-CANDIDATES = 5
-# and the best full-text matches beside them (a long statement is near its row in words)
-WORD_CANDIDATES = 3
-# the model judges a new conclusion against at most this many stored ones
-JUDGE_CANDIDATES = 5
-# and the best full-text matches beside them (a long statement is near its row in words)
-WORD_CANDIDATES = 3
-# a new "my work laptop is …" is typed against at most this many nearest rows that only
-# say what the speaker uses ("I use a ThinkPad X1 for work"): one embedding each
-TYPED_CANDIDATES = 5
-# and the best full-text matches beside them (a long statement is near its row in words)
-WORD_CANDIDATES = 3
-# the model judges a new conclusion against at most this many stored ones
-JUDGE_CANDIDATES = 5
-# and the best full-text matches beside them (a long statement is near its row in words)
-WORD_CANDIDATES = 3
 # recall: among rows about one subject, a newer row goes first when it scores within this
 # much of an older one (fused scores run 0..fts+vector weights)
 RECENCY_TIE = 0.15
@@ -374,7 +366,8 @@ class ConclusionStore:
         )
         scores = {hit.id: hit.score for hit in hits}
         similarities = {hit.id: hit.similarity for hit in hits}
-        by_name = _by_name(query, self._get_many(scores).values())
+        # only a question about a relative reads the rows first (to learn their names)
+        by_name = _by_name(query, self._get_many(scores).values()) if owners(query) else None
         if by_name is not None:  # "our son" asked, "Our son Haohao …" stored: ask for Haohao
             renamed = self.index.search(by_name, depth, where=where, params=where_params)
             # the question about Haohao ranks; what only the words "our son" found trails
@@ -699,19 +692,32 @@ class ConclusionStore:
             return just_said, "supersede", "corrects what was just said"
         return None, None, "nothing stored about the same thing"
 
+    def clear(self) -> None:
+        """Every conclusion gone: rows, full text and vectors (a store reused empty, as the
+        tests and bench/memory_pairs.py do between cases)."""
+        self.index.unembed([row["id"] for row in self.database.query("SELECT id FROM conclusions")])
+        self.database.write_many(
+            [
+                ("DELETE FROM conclusions", ()),
+                (f"DELETE FROM {self.index.fts_table}", ()),
+                (f"DELETE FROM {self.index.context_table}", ()),
+            ]
+        )
+
     def _just_said(
         self, text: str, kind: str, similar: list[tuple[str, float]]
     ) -> Conclusion | None:
         """The row a correction without a subject of its own corrects ("Sorry, I got that
-        wrong — they're Signia"): the last one stored, if it is minutes old, of the same
+        wrong — they're Signia"): the last one said, if it is minutes old, of the same
         kind, among the nearest, and the correction names a value it does not hold."""
         if not correction_cue(text):
             return None
+        # the row said last, stored or restated (conclusions_by_status answers this)
         rows = self.database.query(
-            "SELECT * FROM conclusions WHERE status = 'active' ORDER BY created_at DESC LIMIT 1"
+            "SELECT * FROM conclusions WHERE status = 'active' ORDER BY updated_at DESC LIMIT 1"
         )
         last = next((Conclusion.from_row(row) for row in rows), None)
-        if last is None or last.kind != kind or time.time() - last.created_at > JUST_SAID:
+        if last is None or last.kind != kind or time.time() - last.updated_at > JUST_SAID:
             return None
         if not any(doc_id == last.id and sim >= NEAR_JUST_SAID for doc_id, sim in similar):
             return None

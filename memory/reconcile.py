@@ -375,7 +375,7 @@ _TITLE_END = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Prof|St)\.$")
 
 
 def _weekday(word: str) -> str:
-    return word[:-1] if word.endswith("s") and word[:-1] in _WEEKDAYS else word
+    return word[:-1] if word.endswith("s") and word[:-1] in WEEKDAYS else word
 
 
 @lru_cache(maxsize=8192)
@@ -402,7 +402,6 @@ def mentions(text: str, value: str) -> bool:
 
 
 WEEKDAYS = frozenset(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])
-_WEEKDAYS = WEEKDAYS
 
 
 # -- who a statement is about ------------------------------------------------------------------

@@ -109,9 +109,10 @@ _ZH_GENERIC_NOUNS = frozenset(
     顾问 老师 医生 师傅 教练 阿姨 经理 律师""".split()  # noqa: SIM905
 )
 _UNITS = frozenset("minute hour day week month year time night session lesson".split())  # noqa: SIM905
+# a clock time: 九点, 十点半, 3点15分, 六点一刻
+_ZH_CLOCK = r"(?:\d{1,2}|[一二三四五六七八九十]{1,3})点(?:半|\d{1,2}分?|[一三]刻)?"
 _ZH_TIME = re.compile(
-    r"(?:每个?)?(?:周|星期|礼拜)[一二三四五六日天末]|[上下中]午|早上|晚上|傍晚|凌晨"
-    r"|(?:\d{1,2}|[一二三四五六七八九十]{1,3})点(?:半|\d{1,2}分?)?"
+    r"(?:每个?)?(?:周|星期|礼拜)[一二三四五六日天末]|[上下中]午|早上|晚上|傍晚|凌晨|" + _ZH_CLOCK
 )
 # one capitalised word, then a verb in the third person: a person ("Yusuf coaches …")
 _LEADING_PERSON = re.compile(
@@ -467,11 +468,11 @@ def about_speaker(text: str) -> bool:
 
 # words before a noun that do not say which one it is
 _NOT_QUALIFIER = frozenset(
-    """a an the my our your his her their its this that these those of in on at for to with
+    """a an the my our your his her their its that these those of in on at for to with
     from by and or is are was were be been has have had new old former previous usual
     regular same main whole own one just now also still again every each actual real proper
     go-to favourite favorite only annual yearly monthly weekly daily""".split()  # noqa: SIM905
-) - {"this"}
+)
 _WHICH_TIME = frozenset(["last", "this", "next"])
 _TOWARDS = frozenset("to into onto joined join joining".split())  # noqa: SIM905
 _DETERMINERS = frozenset(
@@ -486,7 +487,7 @@ _ZH_WHOSE_LEAD = re.compile("^(?:我们家|我们|咱们家|咱们|咱家|我家
 # a statement that says another one of its kind exists ("另一个组也有个张伟", "also has a")
 _ANOTHER = re.compile(
     r"\b(?:also\s+has|also\s+have|has\s+one\s+too|has\s+its\s+own|have\s+their\s+own"
-    r"|as\s+well,?\s+so\s+we\s+clash)\b|\bas\s+well\s*[.!]?$"
+    r")\b|\bas\s+well\b(?=\s*(?:[,.;!?]|$))"
     "|另一个|另外一个|另一位|另外一位|另一家|另一只|另一辆|也有个|也有一个|也有位|也叫|也姓",
     re.IGNORECASE,
 )
@@ -577,11 +578,14 @@ def _zh_qualifiers(body: str, head: str) -> frozenset[str]:
     return frozenset(found)
 
 
-_ZH_FLOOR = re.compile(r"(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:楼|层)(?!下|上)")
-_ZH_TOWARDS = frozenset("到 去 在 调 搬 改到 改在 换到 调到 搬到 成 为".split())  # noqa: SIM905
+_ZH_FLOOR_WORD = r"(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:楼|层)"
+_ZH_FLOOR = re.compile(_ZH_FLOOR_WORD + "(?!下|上)")
+# words that send a thing somewhere: what follows is the new value, not which one
+_ZH_MOVES = ("到", "去", "调", "搬", "改在", "换到")
+_ZH_TOWARDS = frozenset(_ZH_MOVES) | {"改到", "调到", "搬到", "在", "成", "为"}
 # a floor, a team number, a half of the year, a season, a child by birth order: which one
 _ZH_FRAME = re.compile(
-    r"(?P<f>(?:[一二三四五六七八九十\d]+(?:楼|层))|楼上|楼下)"
+    rf"(?P<f>{_ZH_FLOOR_WORD}|楼上|楼下)"
     r"|(?P<t>[一二三四五六七八九十\d]+(?:队|组|班|期))"
     r"|(?P<h>上半年|下半年|上学期|下学期)"
     r"|(?P<s>(?:春|夏|秋|冬)(?:天|季)|暑假|寒假)"
@@ -595,7 +599,7 @@ def _zh_frames(text: str) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for m in _ZH_FRAME.finditer(text):
         clause = re.split("[，。,；;！？!?]", text[: m.start()])[-1]
-        if re.search("到|去|调|搬|改在|换到", clause):
+        if any(move in clause for move in _ZH_MOVES):
             continue  # 搬到我们家楼下那套一楼的房子: where the move goes
         family = next(name for name, value in m.groupdict().items() if value)
         found.setdefault(family, set()).add(m.group())
@@ -853,8 +857,7 @@ def _kind(value: str) -> str:
     """A value's type: a number/time, a Chinese person (a surname with a title, 小杨), a
     Chinese place by its suffix (医院, 咖啡…), a Chinese weekday or time of day, or a name."""
     if re.fullmatch(
-        r"(?:周[一二三四五六日末]|[上下中]午|早上|晚上|傍晚|凌晨|中午"
-        r"|(?:\d{1,2}|[一二三四五六七八九十]{1,3})点(?:半|\d{1,2}分?|[一三]刻)?)",
+        rf"(?:周[一二三四五六日末]|[上下中]午|早上|晚上|傍晚|凌晨|中午|{_ZH_CLOCK})",
         value,
     ):
         return "zh-time"
@@ -1018,12 +1021,13 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     new_vals = values(new) - _replaced(new)
     kept = old_now & values(new, loose=True)
     fresh = {v for v in new_vals if not _known(v, values(old, loose=True))}
-    if not (_overlap(topic(old), topic(new))[0] or kept) or not (fresh or old_now - kept):
+    shared = _overlap(topic(old), topic(new))[0]
+    if not (shared or kept) or not (fresh or old_now - kept):
         return None
     if _all_differ(old, new, old_now, new_vals, kept):
         return None
     if _split_name(new, fresh, kept) or _scopes(old) != _scopes(new):
         return None
-    if other_context(old, new, "") or other_of_kind(old, new, _overlap(topic(old), topic(new))[0]):
+    if other_context(old, new, "") or other_of_kind(old, new, shared):
         return None
     return i

@@ -172,12 +172,4 @@ def store(opened: Assistant) -> Iterator[ConclusionStore]:
     assert opened.memory is not None
     store = opened.memory.store
     yield store
-    for row in store.database.query("SELECT id FROM conclusions"):
-        store.index.unembed([row["id"]])
-    store.database.write_many(
-        [
-            ("DELETE FROM conclusions", ()),
-            (f"DELETE FROM {store.index.fts_table}", ()),
-            (f"DELETE FROM {store.index.context_table}", ()),
-        ]
-    )
+    store.clear()

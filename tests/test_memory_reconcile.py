@@ -812,6 +812,13 @@ def test_a_friend_and_a_colleague_of_one_name_stay_two(store: ConclusionStore) -
     assert store.remember("My colleague Lotte Brandt lives in Porto now.").action == "created"
 
 
+def test_clear_leaves_nothing_to_find(store: ConclusionStore) -> None:
+    store.remember("My vet is Dr. Lowe at Harbour Vets.")
+    store.clear()
+    assert store.list() == [] and store.recall("Who is my vet?", 3) == []
+    assert store.index.similar("My vet is Dr. Lowe at Harbour Vets.", 3) == []
+
+
 def test_parts_of_statements_in_real_wording() -> None:
     from memory.extraction import slot_of
     from memory.reconcile import owners
