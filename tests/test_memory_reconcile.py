@@ -825,11 +825,12 @@ def test_parts_of_statements_in_real_wording() -> None:
     from memory.sameness import near, values
 
     # a distance is no scope, values written apart are two, a surname with 主任 is a person
-    assert near(
+    desk = near(
         "I rent a desk at the Hive, five minutes' walk from home.",
         "The desk I rent is at Forge Works now; the Hive closed.",
         0.9,
     )
+    assert desk is not None and desk[0] == "update"
     judged = near("我们的车位是地下二层的45号。", "45号车位太窄了，物业给我们换到了62号。", 0.93)
     assert judged is not None and judged[0] == "update"
     assert "马主任" in values("书法社的事现在归马主任管。")
