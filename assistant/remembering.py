@@ -325,6 +325,9 @@ class RecoveringVectors:
     def similarity(self, text: str, ids: Sequence[str]) -> dict[str, float]:
         return self._run(lambda s: s.similarity(text, ids))
 
+    def mutual(self, ids: Sequence[str]) -> dict[tuple[str, str], float]:
+        return self._run(lambda s: s.mutual(ids))
+
     def ids(self) -> set[str]:
         return self._run(lambda s: s.ids())
 

@@ -153,6 +153,8 @@ def stale(store: ConclusionStore, chains: dict[str, Chain]) -> list[str]:
 
 def run(steps: list[Step], verbose: bool) -> dict[str, Any]:
     chains: dict[str, Chain] = {}
+    said_in: dict[str, str] = {}  # a stored text -> the chain that said it
+    wrong_links: list[dict[str, Any]] = []
     failures: list[dict[str, Any]] = []
     first, action_ok, max_dups = 0, 0, 0
     steps_out = []
@@ -179,6 +181,19 @@ def run(steps: list[Step], verbose: bool) -> dict[str, Any]:
                         merged_with = done.previous.text
                     elif action == "restated":
                         merged_with = before.get(done.conclusion.id)
+                    said_in.setdefault(" ".join(step.text.split()), step.chain)
+                    if merged_with is not None and said_in.get(merged_with) != step.chain:
+                        # linked to another chain's row: a look-alike merged or the wrong
+                        # row replaced, whatever the action's name
+                        wrong_links.append(
+                            {
+                                "step": number,
+                                "chain": step.chain,
+                                "action": action,
+                                "linked_to": said_in.get(merged_with),
+                                "text": merged_with,
+                            }
+                        )
                     chain.current = step.value
                     assert step.value is not None
                     chain.texts_by_value.setdefault(step.value, set()).add(step.text)
@@ -232,6 +247,7 @@ def run(steps: list[Step], verbose: bool) -> dict[str, Any]:
         "max_duplicates": max_dups,
         "final_duplicates": final_dups,
         "final_stale": final_stale,
+        "wrong_links": wrong_links,
         "final_sweep": final_checks,
         "rows": stats,
         "failures": failures,
@@ -327,6 +343,10 @@ def print_report(name: str, result: dict[str, Any], elapsed: float) -> None:
         f"  lifecycle action as expected: {result['lifecycle_as_expected']}/{n}; "
         f"actions {result['actions']} vs expected {result['expected_actions']}"
     )
+    print(
+        f"  links to another chain's row (a wrong merge or the wrong row replaced): "
+        f"{len(result['wrong_links'])} (target 0)"
+    )
     sweep = result["final_sweep"]
     print(f"  final sweep, every chain re-queried: {sweep['ok']}/{sweep['of']} current value first")
     print(f"  rows: {result['rows']}")
@@ -338,6 +358,8 @@ def print_report(name: str, result: dict[str, Any], elapsed: float) -> None:
         print(f"  stale at end: {item}")
     for item in sweep["wrong"]:
         print(f"  final sweep wrong: {item}")
+    for item in result["wrong_links"]:
+        print(f"  wrong link: {item}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -67,6 +67,7 @@ from memory.sameness import (
     as_persons,
     named_relations,
     near,
+    near_conflict,
     nearest_change,
     restates,
     same_people,
@@ -399,7 +400,9 @@ class ConclusionStore:
                 found.append(conclusion)
         for row in found:
             reach[row.id] = max(reach.get(row.id, 0.0), row.similarity or 0.0)
-        return _ordered(_speaker_first(found, query, reach), asked)[:k]
+        current = [row.id for row in found if row.status == "active"]
+        mutual = self.index.mutual(current) if len(current) > 1 else {}
+        return _ordered(_speaker_first(found, query, reach), asked, mutual)[:k]
 
     def _inherited(
         self,
@@ -1619,7 +1622,11 @@ def _names_any(text: str, names: set[str]) -> bool:
     )
 
 
-def _ordered(found: list[Conclusion], asked: str | None) -> list[Conclusion]:
+def _ordered(
+    found: list[Conclusion],
+    asked: str | None,
+    mutual: dict[tuple[str, str], float] | None = None,
+) -> list[Conclusion]:
     """Recall hits in the order to show them. A question about one subject ("where do I
     live?") gets the rows about that subject first, the active one before its history.
     Rows that conflict (about one thing, `_conflict`) go newest first whatever their
@@ -1645,7 +1652,7 @@ def _ordered(found: list[Conclusion], asked: str | None) -> list[Conclusion]:
             for j in order[pos + 1 :]
             if found[j].valid_from > found[i].valid_from
             and found[i].status == found[j].status == "active"
-            and _conflict(found[i], found[j], keys[i], keys[j])
+            and _conflict(found[i], found[j], keys[i], keys[j], mutual)
         ]
         if newer:
             j = max(newer, key=lambda n: found[n].valid_from)
@@ -1670,17 +1677,27 @@ def _ordered(found: list[Conclusion], asked: str | None) -> list[Conclusion]:
                 a.conflicts_with is None
                 and a.status == b.status == "active"
                 and b.valid_from > a.valid_from
-                and _conflict(a, b, keys[i], keys[j])
+                and _conflict(a, b, keys[i], keys[j], mutual)
             ):
                 a.conflicts_with = b.id
     return [found[i] for i in order]
 
 
-def _conflict(old: Conclusion, new: Conclusion, old_keys: set[str], new_keys: set[str]) -> bool:
+def _conflict(
+    old: Conclusion,
+    new: Conclusion,
+    old_keys: set[str],
+    new_keys: set[str],
+    mutual: dict[tuple[str, str], float] | None = None,
+) -> bool:
     """Do two active rows state values of one thing (so only the newer can hold)? The
     same subject; or the newer names the older's value as replaced; or the newer says
-    it changed something and both are about the same people with the same topic."""
+    it changed something and both are about the same people with the same topic; or the
+    two are as near as one frame with another value, by the same people, and nothing
+    marks the newer as another one of the kind (`near_conflict`)."""
     if old_keys & new_keys:
+        return True
+    if mutual and near_conflict(old.text, new.text, mutual.get((old.id, new.id), 0.0)):
         return True
     if old_keys and new_keys:
         return False

@@ -79,6 +79,10 @@ class Vectors(Protocol):
         """Passage similarity of `text` to the stored rows `ids` (absent ids left out)."""
         ...
 
+    def mutual(self, ids: Sequence[str]) -> dict[tuple[str, str], float]:
+        """Similarity of every two stored rows of `ids`, keyed (a, b) and (b, a)."""
+        ...
+
     def ids(self) -> set[str]: ...
 
     def reset(self) -> None: ...
@@ -466,6 +470,10 @@ class HybridIndex:
         sims = self.vectors.similarity(text, extra) if extra else {}
         return sorted([*found, *sims.items()], key=lambda pair: -pair[1])
 
+    def mutual(self, ids: Sequence[str]) -> dict[tuple[str, str], float]:
+        """Passage similarity of every two stored rows of `ids` (none without vectors)."""
+        return self.vectors.mutual(ids) if self.vectors is not None else {}
+
     def filter_ids(self, ids: Sequence[str], where: str, params: Sequence[Any]) -> set[str]:
         allowed: set[str] = set()
         for start in range(0, len(ids), 500):
@@ -582,6 +590,9 @@ class LazyVectors:
 
     def similarity(self, text: str, ids: Sequence[str]) -> dict[str, float]:
         return self._get().similarity(text, ids)
+
+    def mutual(self, ids: Sequence[str]) -> dict[tuple[str, str], float]:
+        return self._get().mutual(ids)
 
     def ids(self) -> set[str]:
         return self._get().ids()

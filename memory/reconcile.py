@@ -46,7 +46,8 @@ _EN_CUE = re.compile(
     r"|swapp?(?:ed|ing)|trad(?:ed|ing)|upgrad(?:ed|ing)|reschedul(?:ed|ing)|postpon(?:ed|ing)"
     r"|push(?:ed)?\s+(?:back|out)|brought\s+forward|shift(?:ed)?|took\s+over|taken\s+over"
     r"|tak(?:es|ing)\s+over|no\s+longer|any\s?more|now|these\s+days|from\s+now\s+on"
-    r"|from\s+next|starting|as\s+of|became|become|used\s+to|sold|ditched|dropped|gave\s+up"
+    r"|from\s+next|from\s+this\s+(?:week|month|term|year)|starting|as\s+of|became|become"
+    r"|used\s+to|sold|ditched|dropped|gave\s+up|reshuffled|rearranged|redone|reorgani[sz]ed"
     r"|got\s+rid\s+of|stopped|quit|transferr?(?:ed|ing)|relocated|again|new"
     r"|pushed\s+to|signed\s+up|went\s+with|going\s+with|hand(?:ed|s|ing)|passe[sd]|took\s+on|back\s+to"
     r"|actually|correction|I\s+meant|mixed\s+(?:it|them)\s+up|got\s+(?:it|that)\s+wrong"
@@ -67,6 +68,8 @@ _ZH_CUE = re.compile(
     r"|交给|转交|移交|往后推|推了|定在了|拍板|下学期|下个月起|下周起|往后|这阵子|转投|改订|退掉|不续|没续"
     r"|之前那|原来那|以前那|原先那|原来的|归[^，。,]{1,4}管|排在|跑[^，。,]{1,4}去了"
     r"|从(?:这次|今天|今年|本周|这周|下次|下周|下个月|现在|今往后)(?:开始|起)"
+    r"|(?:这个|下个|这|下|本)(?:月|季度|学期|星期|礼拜|周)(?:开始|起)"
+    r"|[找试换请用]了?(?:另一家|另外一家|一家新的|新的一家|别家|别的)|又找了|后来又"
 )
 # a statement that something still holds: "still", 还是, 一直 (a restatement, not a change)
 _STILL = re.compile(
@@ -291,9 +294,13 @@ def old_values(text: str) -> tuple[str, ...]:
             value = value.rstrip(".:")
         value = _WHEN_TAIL.sub("", value)  # "Tomasz on Monday", "Marcus last week": Tomasz
         value = _zh_head(value)
-        if value and len(value) <= 60:
-            cleaned.append(value)
+        if value and len(value) <= 60 and value.lower() not in _STAND_INS:
+            cleaned.append(value)  # "taken over from her": who she was, another row says
     return tuple(dict.fromkeys(cleaned))
+
+
+# words that stand in for a value another sentence named: no value themselves
+_STAND_INS = frozenset("her him them it he she they 他 她 他们 她们 它".split())  # noqa: SIM905
 
 
 _EN_BACK = re.compile(

@@ -185,6 +185,7 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
         ):
             found.add(word)
     found.update(_chosen(words))
+    found.update(m.group("v") for m in _ZH_CALLED.finditer(body))  # 一家叫洁美到家的
     found.update(
         m.group("v")
         for m in _ZH_BOUGHT_AT.finditer(body)
@@ -232,7 +233,13 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
 
 # verbs of choosing a vendor or a product: what they take is a value (买了一份平安的…,
 # 转投了众安, 推荐小米的, 在平安买的)
-_ZH_CHOICE_VERBS = frozenset("买 订 选 投 转投 改投 改订 推荐 办 装 换 换成 改用 换用 在".split())  # noqa: SIM905
+_ZH_CHOICE_VERBS = frozenset(
+    "买 订 选 投 转投 改投 改订 推荐 办 装 换 换成 改用 换用 在 请".split()  # noqa: SIM905
+)
+# what a thing is called is its name: 一家叫洁美到家的, 名叫Harbor的
+_ZH_CALLED = re.compile(
+    f"(?:名叫|叫做|叫作|(?<![喊大])叫)(?P<v>[{HAN}A-Za-z0-9]{{2,6}}?)(?=[的，,。；;！!]|$)"
+)
 # a vendor jieba splits: 在众安买的, 在京东订的
 _ZH_BOUGHT_AT = re.compile(f"在(?P<v>[{HAN}]{{2,4}}?)(?:买|办|订|投保|开户|租|修|配|做)(?:的|了)")
 
@@ -292,10 +299,15 @@ def topic(text: str) -> frozenset[str]:
             or word in RELATION_WORDS_ZH
             or flag[:1] not in ("n", "v")
             or flag in _ZH_VALUE_TAGS
+            or _ZH_COUNTED.match(word)
         ):
             continue
         found.add(word)
     return frozenset(found - {stem(w) for w in _NOT_TOPIC})
+
+
+# a count of something, no topic: 一家 (one firm), 两个, 每次, 这位
+_ZH_COUNTED = re.compile("^[一两几每这那哪某][家个位次趟只台辆份件种间所]$")
 
 
 RELATION_WORDS_ZH = ZH_RELATION_WORDS | {"家人"}
@@ -362,6 +374,36 @@ def _people(text: str) -> frozenset[str]:
         if person or word in _ZH_OTHERS or re.search("(?:隔壁|邻居|对门)", word):
             found.add(word)
     return frozenset(found)
+
+
+# the speaker's household: a fact of theirs may be changed without naming them
+# ("Leo's fencing class…" / "Fencing has been moved…"); anyone else's must be named
+_HOUSEHOLD = frozenset(
+    """儿子 女儿 孩子 孩子们 丫头 闺女 老公 老婆 爱人 媳妇 先生 太太 son daughter kid kids child
+    children husband wife partner""".split()  # noqa: SIM905
+)
+
+
+_PRONOUN = re.compile(r"\b(?:he|she|him|her|his|hers|they|them|their)\b|[他她]", re.IGNORECASE)
+
+
+def someone_elses(old: str, new: str) -> bool:
+    """Is the stored statement a fact of someone outside the speaker's household (a
+    colleague's, a cousin's son's, another team's) or one more of a kind (另一家外包, "as
+    well"), that the new statement neither names nor speaks of as "he"/"她"? Then it
+    cannot change that fact: "My colleague Fang has the Monday nights" is no value of
+    "…so it's Friday nights for me now"."""
+    body = unicodedata.normalize("NFKC", new).lower()
+    others = {p for p in _people(old) if p.lower() not in _HOUSEHOLD}
+    if others and not any(p.lower() in body for p in others):
+        # unless it speaks of them as "he"/"她", or names what the stored one holds
+        # ("My mum's pottery class costs £12" / "The pottery class went up from £12")
+        return not (_PRONOUN.search(new) and not _people(new)) and not (
+            _kept_values(old, new) - others
+        )
+    if _ANOTHER.search(unicodedata.normalize("NFKC", old)) and not _ANOTHER.search(new):
+        return not (values(old, loose=True) & values(new, loose=True))
+    return False
 
 
 _GROUP_THEIR = re.compile(
@@ -484,11 +526,18 @@ _ZH_PLACE_TAIL = re.compile("(?:家|那边|这边|那儿|这儿|那里|这里)$"
 _ZH_UNIT = re.compile("(?:部|部门|组|科|处|室|楼|栋|班|队|系|院)$")
 _ZH_OTHER_ONE = re.compile("隔壁|邻居|对门|别的|其他|另|人家")
 _ZH_WHOSE_LEAD = re.compile("^(?:我们家|我们|咱们家|咱们|咱家|我家|咱|我|家里|家)")
+# the verbs after which 另一家 is what was chosen instead, not one more of the kind
+_NOT_CHOSEN = "".join(
+    f"(?<!{verb})"
+    for verb in "找了 试了 换了 换成 换到 改用 改去 改找 请了 选了 挑了 定了 用了 去了".split()  # noqa: SIM905
+)
 # a statement that says another one of its kind exists ("另一个组也有个张伟", "also has a")
 _ANOTHER = re.compile(
     r"\b(?:also\s+has|also\s+have|has\s+one\s+too|has\s+its\s+own|have\s+their\s+own"
     r")\b|\bas\s+well\b(?=\s*(?:[,.;!?]|$))"
-    "|另一个|另外一个|另一位|另外一位|另一家|另一只|另一辆|也有个|也有一个|也有位|也叫|也姓",
+    # 找了另一家 / 换了另外一位 is the replacement, not one more of the kind
+    f"|{_NOT_CHOSEN}(?:另一个|另外一个|另一位|另外一位|另一家|另外一家|另一只|另一辆)"
+    "|也有个|也有一个|也有位|也叫|也姓",
     re.IGNORECASE,
 )
 
@@ -653,6 +702,8 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
     the evidence is not clear. `similarity` is their passage similarity."""
     if similarity < NEAR_NAMED or not same_people(old, new, values(old, loose=True)):
         return None
+    if someone_elses(old, new):
+        return None  # the colleague's, the cousin's son's, the other team's: not changed
     t_old, t_new = topic(old), topic(new)
     shared, only_old, only_new = _overlap(t_old, t_new)
     if other_of_kind(old, new, shared):
@@ -700,7 +751,8 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
     same_values = not dropped and (t_new <= t_old or t_old <= t_new or len(new_vals) >= 2)
     if new_vals and not fresh and similarity >= NEAR_RESTATE and (still_cue(new) or same_values):
         return "restatement", f"the same values ({', '.join(sorted(new_vals)[:3])})"
-    if fresh and shared and change_cue(new) and not (still_cue(new) and not dropped):
+    specific = _specific(shared, old, new)
+    if fresh and specific and change_cue(new) and not (still_cue(new) and not dropped):
         if only_new and not (
             change_cue(new)
             and dropped
@@ -712,6 +764,8 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
             return None
         if other_context(old, _main(new), ""):
             return None  # another project, meeting or place beside the new value
+        if _topic_only_in_reason(new, specific, fresh, dropped):
+            return None  # "Thursdays clashed with my tutorials, so … Mine is Friday now"
         if _split_name(new, fresh, kept):
             return None  # "with Luisa Hoffmann" / "with Hanna Hoffmann": two people
         why = "a new value" + (" with a change cue" if change_cue(new) else "")
@@ -750,6 +804,19 @@ def _reason_then_value(new: str, kept: set[str], fresh: set[str]) -> bool:
         and _same_type({f for f in fresh if _known(f, after)}, kept)
         and not _split_name(new, fresh, kept)
     )
+
+
+def _topic_only_in_reason(new: str, shared: set[str], fresh: set[str], dropped: set[str]) -> bool:
+    """Is `new` "<a reason naming the stored topic>, so <a value of another kind>"? The
+    shared words only before the "so", and no value after it of a kind the stored text
+    loses: the reason mentions the stored thing, the change is of something else."""
+    parts = _SO.split(unicodedata.normalize("NFKC", new), maxsplit=1)
+    if len(parts) != 2 or not dropped:
+        return False
+    result = parts[1]
+    in_result = _overlap(topic(result), frozenset(shared))[0]
+    after = {f for f in fresh if _known(f, values(result, loose=True))}
+    return not in_result and bool(after) and not _same_type(after, dropped)
 
 
 def _runs(text: str, vals: set[str] | frozenset[str]) -> list[set[str]]:
@@ -828,13 +895,75 @@ def _han_shared(old: str, new: str) -> set[str]:
     return {
         p
         for p in pairs(old) & pairs(new)
-        if not any(ch in _FUNCTION_HAN for ch in p)
+        if not _across_words(old, p)
+        and not _across_words(new, p)
+        and not any(ch in _FUNCTION_HAN for ch in p)
         and not any(ch in "号点月日周" for ch in p)  # 十五号扣款 / 二十号扣了: no topic
         and p not in _ZH_JOINERS
+        and not _ZH_COUNTED.match(p)
         and not any(p in v for v in vals)
         and p not in _ZH_NOT_TOPIC
         and p not in _ZH_RELATIVE
     }
+
+
+def _specific(shared: set[str], old: str, new: str) -> set[str]:
+    """The shared topic words that make two statements one topic: no weak word (老师,
+    店里, "team"), and a relation word only when both are about that relative (外婆 of
+    both; not 他儿子 of "…跟他儿子住" and 儿子 of "儿子不学书法")."""
+    whose = {w for w in owners(old) & owners(new) if not re.search(f"[他她你]的?{w}", old + new)}
+    return {
+        w
+        for w in shared
+        if stem(w) not in _WEAK_TOPIC
+        and (w not in RELATION_WORDS_ZH or w in whose)
+        and not _someone_elses_place(w, old, new)
+    }
+
+
+_ZH_OTHERS_PLACE = "(?:亲戚|朋友|同事|邻居|同学|别人|人家|他们|她们)的?"
+
+
+def _someone_elses_place(word: str, old: str, new: str) -> bool:
+    """Is a shared place word another's place in one text only (亲戚店里 / 店里)?"""
+    if not _HAS_HAN.search(word):
+        return False
+    pattern = re.compile(_ZH_OTHERS_PLACE + re.escape(word))
+    return bool(pattern.search(old)) != bool(pattern.search(new))
+
+
+# words too general to make two statements one topic on their own: kinds of person (two
+# teachers' facts share 老师), seasons, and the frame of a week or a home
+_WEAK_TOPIC = frozenset(
+    stem(w)
+    for w in """teacher coach doctor team price spring summer autumn winter time day week
+    thing people 老师 教练 医生 大夫 阿姨 大爷 大妈 师傅 老板 大家 家里 最后 通知 星期 礼拜 时间
+    事情 东西 孩子""".split()  # noqa: SIM905
+)
+
+
+def _across_words(text: str, pair: str) -> bool:
+    """Do the two characters stand in two words jieba knows (房子|一直 for 子一, 那天|两个
+    for 天两)? Then they are no word; one jieba cut apart into single characters may be."""
+    ends: list[tuple[int, int]] = []
+    at = 0
+    body = unicodedata.normalize("NFKC", text)
+    for word, _ in zh_words(body):
+        start = body.find(word, at)
+        if start < 0:
+            continue
+        ends.append((start, start + len(word)))
+        at = start + len(word)
+    where = body.find(pair)
+    first = next((w for w in ends if w[0] <= where < w[1]), None)
+    second = next((w for w in ends if w[0] <= where + 1 < w[1]), None)
+    return (
+        first is not None
+        and second is not None
+        and first != second
+        and first[1] - first[0] >= 2
+        and second[1] - second[0] >= 2
+    )
 
 
 # two-character words that join or time a clause: no topic (所以 / 因为 in both texts)
@@ -867,6 +996,8 @@ def _kind(value: str) -> str:
         return "zh:" + value[-2:] if len(value) >= 3 else "zh"
     if any(ch.isdigit() for ch in value):
         return "number"
+    if value.lower().rstrip("s") in WEEKDAYS:
+        return "day"  # "Friday 8 to 12" is no value of "the tutorials for Phase Transformations"
     return "name"
 
 
@@ -1010,7 +1141,7 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     fitting = [
         (i, text, sim)
         for i, (text, sim) in enumerate(candidates)
-        if same_people(text, new, values(text, loose=True))
+        if same_people(text, new, values(text, loose=True)) and not someone_elses(text, new)
     ]
     if not fitting:
         return None
@@ -1021,8 +1152,8 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     new_vals = values(new) - _replaced(new)
     kept = old_now & values(new, loose=True)
     fresh = {v for v in new_vals if not _known(v, values(old, loose=True))}
-    shared = _overlap(topic(old), topic(new))[0]
-    if not (shared or kept) or not (fresh or old_now - kept):
+    shared = _specific(_overlap(topic(old), topic(new))[0], old, new)
+    if not (shared or kept & _kept_values(old, new, times=True)) or not (fresh or old_now - kept):
         return None
     if _all_differ(old, new, old_now, new_vals, kept):
         return None
@@ -1031,3 +1162,60 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     if other_context(old, new, "") or other_of_kind(old, new, shared):
         return None
     return i
+
+
+# two recalled rows this near, by the same people and no other one of the kind, speak of
+# one thing: recall shows the newer first (a missed supersede costs an order, not a row)
+NEAR_CONFLICT = 0.90
+# times and places that frame a statement, not what it is about (早上, 这学期, 家里)
+_ZH_FRAME_WORD = re.compile(
+    "早上|中午|晚上|[上下]午|学期|星期|礼拜|每天|每周|最近|这周|这阵|天两|家里"
+)
+
+
+def near_conflict(old: str, new: str, similarity: float) -> bool:
+    """Are two stored statements so alike that only the newer can hold ("my night shifts
+    fall on Wednesday and Thursday" / "…so it's Friday and Saturday nights for me")? As
+    near as one frame with another value, about the same people (the same relatives, or
+    "he"/"她" for the stored one's), no other one of the kind, and both speak of one
+    thing: a topic word that is no time, or a value of the stored one that is not whom
+    it is about (沈老师 of "…带课的是沈老师" / "沈老师回福建老家了…", not 老陈 of "老陈的
+    降压药…" / "…老陈跟他那帮钓友…")."""
+    if similarity < NEAR_CONFLICT or not same_people(old, new, values(old, loose=True)):
+        return False
+    if someone_elses(old, new):
+        return False
+    a, b = owners(old), owners(new)
+    if (a or b) and not a & b and not (a and not b and _PRONOUN.search(new)):
+        return False  # 我姐姐家的金毛… / 豆豆以后由林医生接手: not said of one owner
+    shared = _overlap(topic(old), topic(new))[0]
+    if other_of_kind(old, new, shared) or other_context(old, new, ""):
+        return False
+    about = {
+        w
+        for w in _specific(shared | _han_shared(old, new), old, new)
+        if not _ZH_FRAME_WORD.search(w)
+    }
+    return bool(about or _kept_values(old, new))
+
+
+def _kept_values(old: str, new: str, *, times: bool = False) -> set[str]:
+    """The stored statement's values the new one names again, but not a time (早上 in
+    both; unless `times`) nor whom the stored one is about (老陈 of "老陈的降压药…" and
+    "…老陈跟他那帮钓友…", 阿杰 of "阿杰在中铁二院…" and "…他是阿杰发小"): those make no
+    one topic."""
+    body = unicodedata.normalize("NFKC", old).lower()
+    written = unicodedata.normalize("NFKC", new)
+    said = values(new, loose=True) | {  # 净邦 opening "净邦上次来…" is no value jieba tags
+        v for v in values(old) if _HAS_HAN.search(v) and v in written
+    }
+    return {
+        v
+        for v in values(old)
+        if _known(v, said)
+        and (times or _kind(v) != "zh-time")
+        and v != _who(old)
+        and not body.startswith(v)
+        and f"{v}的" not in body
+        and f"{v}'s" not in body
+    }

@@ -400,6 +400,30 @@ class VectorStore:
         sims = matrix @ vector / np.where(norms == 0, 1.0, norms)
         return {id_: float(sim) for id_, sim in zip(found["ids"], sims, strict=True)}
 
+    def mutual(self, ids: Sequence[str]) -> dict[tuple[str, str], float]:
+        """The cosine similarity of every two stored rows of `ids`, keyed both ways: for
+        telling two recalled rows about one thing apart from two about different things."""
+        if len(ids) < 2:
+            return {}
+        self._refuse_if_stale()
+        with self._chroma("read vectors"):
+            found = self._collection.get(ids=list(ids), include=["embeddings"])
+        stored = found.get("embeddings")
+        if stored is None or len(stored) < 2:
+            return {}
+        matrix = np.asarray(stored, dtype=np.float32)
+        matrix = matrix / np.where(
+            (norms := np.linalg.norm(matrix, axis=1, keepdims=True)) == 0, 1.0, norms
+        )
+        sims = matrix @ matrix.T
+        got = list(found["ids"])
+        return {
+            (a, b): float(sims[i, j])
+            for i, a in enumerate(got)
+            for j, b in enumerate(got)
+            if i != j
+        }
+
     def _nearest(
         self,
         text: str,
