@@ -916,9 +916,19 @@ def _specific(shared: set[str], old: str, new: str) -> set[str]:
         w
         for w in shared
         if stem(w) not in _WEAK_TOPIC
+        and not _weak_head(w, old, new)
         and (w not in RELATION_WORDS_ZH or w in whose)
         and not _someone_elses_place(w, old, new)
     }
+
+
+def _weak_head(word: str, old: str, new: str) -> bool:
+    """A Chinese word one text writes, shared only by its weak head (数学老师 / 周老师)."""
+    return (
+        bool(_HAS_HAN.search(word))
+        and not (word in old and word in new)
+        and any(word.endswith(w) for w in _WEAK_TOPIC if _HAS_HAN.search(w))
+    )
 
 
 _ZH_OTHERS_PLACE = "(?:亲戚|朋友|同事|邻居|同学|别人|人家|他们|她们)的?"

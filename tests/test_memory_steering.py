@@ -100,6 +100,7 @@ CONCLUSIONS = [
     "我们团队总是遵守发布清单",
     "用户喜欢简短的回答",
     "我妈妈总是提醒我按时吃药",
+    "The agency is Fieldwork Hub now — procurement, don't ask; the old one was never approved.",
 ]
 
 
