@@ -71,6 +71,7 @@ from memory.sameness import (
     nearest_change,
     restates,
     same_people,
+    says_again,
     topic,
     values,
     whose,
@@ -535,7 +536,9 @@ class ConclusionStore:
             return Remembered(new, "superseded", previous, decision, replaced)
         return Remembered(new, "created", None, decision)
 
-    def _restatements(self, row: Conclusion, text: str | None = None) -> list[Conclusion]:
+    def _restatements(
+        self, row: Conclusion, text: str | None = None, *, forgetting: bool = False
+    ) -> list[Conclusion]:
         """Other active rows of the same kind that state what `row` states (a
         restatement stored as a row of its own, `memory.sameness.restates`), and none
         that `text` (the statement replacing it) restates: a value replaced or forgotten
@@ -549,11 +552,18 @@ class ConclusionStore:
             other = by_id.get(doc_id)
             if other is None or (text is not None and _normalised(other.text) == _normalised(text)):
                 continue
-            if restates(row.text, other.text, similarity) or (
-                # the replacing text names a value this row states too: "拾光咖啡…不再去了"
-                similarity >= NEAR_UPDATE
-                and same_people(row.text, other.text)
-                and any(mentions(other.text, value) and mentions(row.text, value) for value in gone)
+            if (
+                restates(row.text, other.text, similarity)
+                or (
+                    # the replacing text names a value this row states too: "拾光咖啡…不再去了"
+                    similarity >= NEAR_UPDATE
+                    and same_people(row.text, other.text)
+                    and any(
+                        mentions(other.text, value) and mentions(row.text, value)
+                        for value in gone
+                    )
+                )
+                or (forgetting and says_again(row.text, other.text, similarity))
             ):
                 found.append(other)
         return found
@@ -1007,7 +1017,7 @@ class ConclusionStore:
         """What forgetting `row` takes with it: active rows stating the same fact
         (`_restatements`), and older active rows it should have replaced (an update the
         rules missed: `_conflict`, or `memory.sameness.near`)."""
-        same = self._restatements(row)
+        same = self._restatements(row, forgetting=True)
         skip = {row.id, *(r.id for r in same)}
         where = "o.status = 'active' AND o.kind = ? AND o.valid_from < ?"
         similar = self.index.similar(
@@ -1021,8 +1031,10 @@ class ConclusionStore:
             if old is None or old.id in skip:
                 continue
             judged = near(old.text, row.text, similarity)
-            if _conflict(old, row, _keys(old.subject, old.text), keys) or (
-                judged is not None and judged[0] == "update"
+            if (
+                _conflict(old, row, _keys(old.subject, old.text), keys)
+                or (judged is not None and judged[0] == "update")
+                or near_conflict(old.text, row.text, similarity)
             ):
                 older.append(old)
         return same, older

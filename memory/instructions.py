@@ -214,9 +214,14 @@ def instruction_to_assistant(text: str) -> str | None:
             or _ASSISTANT_MARKS.search(sentence)
         ):
             return "it is a standing order to the assistant"
-    if waiver and rule and not first_person and any(
-        _NO_CONFIRM.search(found.group("text")) and _RULE.search(found.group("text"))
-        for found in _SENTENCE.finditer(body)
+    if (
+        waiver
+        and rule
+        and not first_person
+        and any(
+            _NO_CONFIRM.search(found.group("text")) and _RULE.search(found.group("text"))
+            for found in _SENTENCE.finditer(body)
+        )
     ):  # in one sentence: "…procurement, don't ask; … were never on the list" orders nothing
         return "it waives the user's confirmation"
     return None

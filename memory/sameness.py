@@ -307,7 +307,7 @@ def topic(text: str) -> frozenset[str]:
 
 
 # a count of something, no topic: 一家 (one firm), 两个, 每次, 这位
-_ZH_COUNTED = re.compile("^[一两几每这那哪某][家个位次趟只台辆份件种间所]$")
+_ZH_COUNTED = re.compile("^[一两几每这那哪某][家个位次趟只台辆份件种间所倍遍些样条张本双杯瓶盒块]$")
 
 
 RELATION_WORDS_ZH = ZH_RELATION_WORDS | {"家人"}
@@ -1229,3 +1229,21 @@ def _kept_values(old: str, new: str, *, times: bool = False) -> set[str]:
         and f"{v}的" not in body
         and f"{v}'s" not in body
     }
+
+
+def says_again(stored: str, other: str, similarity: float) -> bool:
+    """Does `other` state the stored value again, in words `restates` did not see as one
+    ("Our water bill … comes from United Utilities" / "Paid the water bill today. United
+    Utilities again")? Near, by the same people, naming one of its values that is no time
+    nor whom it is about, and no other one of the kind: what a forget takes with it."""
+    if similarity < NEAR_UPDATE or not same_people(stored, other, values(stored, loose=True)):
+        return False
+    if someone_elses(stored, other) or someone_elses(other, stored):
+        return False
+    shared = _overlap(topic(stored), topic(other))[0]
+    if other_of_kind(stored, other, shared) or other_context(stored, other, ""):
+        return False
+    named = _kept_values(stored, other)
+    return bool(named) and not any(_kind(v) == "number" for v in named) and bool(
+        _specific(shared, stored, other) or len(named) >= 2
+    )
