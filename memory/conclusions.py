@@ -559,8 +559,7 @@ class ConclusionStore:
                     similarity >= NEAR_UPDATE
                     and same_people(row.text, other.text)
                     and any(
-                        mentions(other.text, value) and mentions(row.text, value)
-                        for value in gone
+                        mentions(other.text, value) and mentions(row.text, value) for value in gone
                     )
                 )
                 or (forgetting and says_again(row.text, other.text, similarity))

@@ -1244,6 +1244,8 @@ def says_again(stored: str, other: str, similarity: float) -> bool:
     if other_of_kind(stored, other, shared) or other_context(stored, other, ""):
         return False
     named = _kept_values(stored, other)
-    return bool(named) and not any(_kind(v) == "number" for v in named) and bool(
-        _specific(shared, stored, other) or len(named) >= 2
+    return (
+        bool(named)
+        and not any(_kind(v) == "number" for v in named)
+        and bool(_specific(shared, stored, other) or len(named) >= 2)
     )
