@@ -48,6 +48,8 @@ _EN_CUE = re.compile(
     r"|tak(?:es|ing)\s+over|no\s+longer|any\s?more|now|these\s+days|from\s+now\s+on"
     r"|from\s+next|from\s+this\s+(?:week|month|term|year)|starting|as\s+of|became|become"
     r"|used\s+to|sold|ditched|dropped|gave\s+up|reshuffled|rearranged|redone|reorgani[sz]ed"
+    r"|(?:gone|went|is|'s)\s+on\s+(?:\w+\s+)?leave|looking\s+after|until\s+next|stepped\s+down"
+    r"|retired|left\s+the\s+(?:company|team|firm|practice|school|club)"
     r"|got\s+rid\s+of|stopped|quit|transferr?(?:ed|ing)|relocated|again|new"
     r"|pushed\s+to|signed\s+up|went\s+with|going\s+with|hand(?:ed|s|ing)|passe[sd]|took\s+on|back\s+to"
     r"|actually|correction|I\s+meant|mixed\s+(?:it|them)\s+up|got\s+(?:it|that)\s+wrong"

@@ -686,9 +686,15 @@ def other_of_kind(old: str, new: str, shared: set[str]) -> bool:
                 and (not q_old or all(q not in new for q in q_old))
             ):
                 return True
-        elif _unmatched(q_old, q_new) and _unmatched(q_new, q_old):
-            return True
-    return False
+        elif _unmatched(q_old, q_new) - _said_in(new) and _unmatched(q_new, q_old) - _said_in(old):
+            return True  # a qualifier the other text says elsewhere ("…chats on weekends"
+    return False  # / "the weekend chats") describes the same thing
+
+
+def _said_in(text: str) -> set[str]:
+    """The words of a text, lower-cased, as written and as stems."""
+    words = {w.lower() for w in _LATIN_WORD.findall(unicodedata.normalize("NFKC", text))}
+    return words | {stem(w) for w in words} | {w.rstrip("s") for w in words}
 
 
 def _unmatched(these: frozenset[str], other: frozenset[str]) -> set[str]:

@@ -896,6 +896,8 @@ def test_the_pairs_bench_counts_false_merges_and_updates() -> None:
         "heldout15_s13_c.yaml",
         "heldout16_s13_d.yaml",
         "heldout17_s13_e.yaml",
+        "heldout18_s14_a.yaml",
+        "heldout19_s14_b.yaml",
     ],
 )
 def test_scenarios_written_by_others_merge_no_look_alike(name: str) -> None:
@@ -914,6 +916,9 @@ def test_scenarios_written_by_others_merge_no_look_alike(name: str) -> None:
         if f["expected_action"] == "created" and f["action"] != "created"
     ]
     assert wrong == []
+    # nor is any row of one fact linked to another's: a change that replaced the wrong
+    # row loses a fact as surely as a merged look-alike
+    assert [(w["step"], w["linked_to"]) for w in result["wrong_links"]] == []
     assert result["final_duplicates"] == [] and result["max_duplicates"] == 0
 
 
@@ -1038,3 +1043,30 @@ def test_parts_that_are_no_topic_and_cues_said_in_passing() -> None:
         "我们试了另一家，叫安心除螨。",
     ):
         assert change_cue(cued), cued
+
+
+def test_the_scenario_bench_reports_a_link_to_another_facts_row() -> None:
+    """The same words said for two facts: the second is restated into the first fact's
+    row, which the bench reports as a wrong link whatever the action is called."""
+    module = _bench_module("memory_updates")
+    said = "My storage unit code is 5521."
+    steps = [
+        module.Step("unit", said, "5521", "What is my storage unit code?", "created"),
+        module.Step("other", said, "5521", "What is the storage unit code?", "created"),
+    ]
+    result = module.run(steps, verbose=False)
+    assert [(w["step"], w["linked_to"]) for w in result["wrong_links"]] == [(2, "unit")]
+
+
+def test_someone_away_and_another_covering_replaces_them(store: ConclusionStore) -> None:
+    store.remember(
+        "Priti handles the supplier invoices on Fridays; she works from the Leeds office."
+    )
+    done = store.remember(
+        "Priti's gone on parental leave — we got her a card signed by everyone — so Marco is "
+        "covering the Friday invoices until next spring."
+    )
+    assert done.action == "superseded"  # "the Friday invoices": the invoices on Fridays
+    from memory.sameness import other_of_kind
+
+    assert other_of_kind("The kitchen tap drips.", "We replaced the bathroom tap.", {"tap"})
