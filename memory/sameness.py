@@ -446,11 +446,26 @@ def _who(text: str) -> str | None:
     if found is None and (lead := _ZH_LEADING_OWNER.match(body)):
         return lead.group("name")
     words = zh_words(text)
+    if found is None and words and _zh_nickname(words):
+        return _zh_nickname(words)  # 老周改成…: jieba reads 老周 as a time (周), 小周 as 小 + 周
     if found is None and words and words[0][1] in ("nr", "nrfg", "nrt"):
         following = words[1][0] if len(words) > 1 else ""
         if following not in _ZH_TITLES and not words[0][0].endswith(tuple(_ZH_TITLES)):
             return words[0][0]  # 孙浩对花生过敏; not 周医生去外地进修了 (a role-holder)
     return found
+
+
+def _zh_nickname(words: tuple[tuple[str, str], ...]) -> str | None:
+    """A 老/小/阿 + surname opening the sentence that jieba did not tag as a name (老周 as
+    a time, 小周 cut in two); not a common word (小区, 老家: nouns)."""
+    first, flag = words[0]
+    if len(first) == 2 and first[0] in "老小阿" and first[1] in _SURNAMES:
+        return None if flag.startswith("n") else first  # nr: the rule below; n: 小区
+    if first in ("老", "小", "阿") and len(words) > 1:
+        name, tag = words[1]
+        if len(name) == 1 and name in _SURNAMES and tag in ("nr", "nrfg", "nrt"):
+            return first + name
+    return None
 
 
 _NAMED_RELATION = re.compile(

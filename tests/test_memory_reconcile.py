@@ -1070,3 +1070,15 @@ def test_someone_away_and_another_covering_replaces_them(store: ConclusionStore)
     from memory.sameness import other_of_kind
 
     assert other_of_kind("The kitchen tap drips.", "We replaced the bathroom tap.", {"tap"})
+
+
+def test_a_nickname_opening_the_sentence_is_someone_else(store: ConclusionStore) -> None:
+    """老周 reads as a time to jieba (周 = week), 小周 as 小 + 周: either way a person
+    other than the speaker, whose change is not the speaker's."""
+    from memory.sameness import _who
+
+    assert _who("老周改成周日晚上去游泳馆了。") == "老周"
+    assert _who("小区门口新开了一家面馆。") is None
+    store.remember("我每周六上午去游泳馆游泳。")
+    done = store.remember("老周改成周日晚上去游泳馆游泳了。")
+    assert done.action == "created"
