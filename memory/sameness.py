@@ -639,7 +639,56 @@ def _zh_qualifiers(body: str, head: str) -> frozenset[str]:
             and before not in _ZH_CHANGED
         ):
             found.add(before)
+    # 公司那张信用卡, 我妈那台电脑: whose or which, then a demonstrative and a measure word
+    found.update(
+        m.group("q")
+        for m in re.finditer(
+            f"(?P<q>[{HAN}]{{2,4}}?)[那这](?:张|台|个|辆|家|位|套|部|只|间){re.escape(head)}", body
+        )
+        if m.group("q") not in RELATION_WORDS_ZH and not _ZH_WHOSE_LEAD.fullmatch(m.group("q"))
+    )
     return frozenset(found)
+
+
+def zh_kinds(body: str, head: str) -> frozenset[str]:
+    """The nouns written straight onto a Chinese head that say which kind it is (报销系统
+    / CRM系统, 数学老师): only two of them, one in each text, make two things."""
+    words = zh_words(body)
+    found = set()
+    for i, (word, _) in enumerate(words):
+        if word != head or i == 0:
+            continue
+        before, flag = words[i - 1]
+        towards = i > 1 and words[i - 2][0] in _ZH_TOWARDS
+        if (
+            not towards
+            and len(before) >= 2
+            and (
+                flag in ("n", "nz", "vn", "eng")
+                # a verb opening the clause names the kind: 报销系统
+                or (flag == "v" and (i == 1 or words[i - 2][1] in ("x", "uj")))
+            )
+            and before not in _ZH_CHANGED
+            and before not in _ZH_NOT_TOPIC
+            and before not in RELATION_WORDS_ZH
+            and before not in _ZH_KIN
+            and not _ZH_COUNTED.match(before)
+            and _kind_noun(before, head, body)
+        ):
+            found.add(before.lower())
+    return frozenset(found)
+
+
+def _kind_noun(before: str, head: str, body: str) -> bool:
+    """Does a noun written onto `head` say which kind (报销系统) rather than name it (实验
+    小学, 爱康国宾体检: the name is the value) or time it (新学期班主任)?"""
+    return (
+        not re.search(f"(?:{ZH_PLACE_SUFFIXES})$", head)
+        and not _known(before, values(body, loose=True))
+        and not before.startswith(("新", "原", "旧", "老", "前", "现"))
+        and not _ZH_FRAME_WORD.search(before)
+        and not re.search("[年月日周期季]", before)
+    )
 
 
 _ZH_FLOOR_WORD = r"(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:楼|层)"
@@ -654,6 +703,7 @@ _ZH_FRAME = re.compile(
     r"|(?P<h>上半年|下半年|上学期|下学期)"
     r"|(?P<s>(?:春|夏|秋|冬)(?:天|季)|暑假|寒假)"
     r"|(?P<c>大女儿|小女儿|二女儿|大儿子|小儿子|二儿子|老大|老二|老三)"
+    r"|(?P<w>[东西南北](?:院|区|校区|馆)|总院|分院|本部|主校区|新校区|老校区)"
 )
 
 
@@ -686,6 +736,9 @@ def other_of_kind(old: str, new: str, shared: set[str]) -> bool:
     a, b = set(_ZH_WHEN.findall(old)), set(_ZH_WHEN.findall(new))
     if a and b and not a & b:  # 去年春节 / 今年春节: another year's
         return True
+    a, b = _years(old), _years(new)
+    if a and b and not a & b:  # "this year … Mrs. Patel" / "… Mr. Dunbar last year"
+        return True
     frames_old, frames_new = _zh_frames(old), _zh_frames(new)
     for family, these in frames_new.items():
         if frames_old.get(family) and not these & frames_old[family]:
@@ -693,6 +746,9 @@ def other_of_kind(old: str, new: str, shared: set[str]) -> bool:
     for head in shared:
         q_old, q_new = qualifiers(old, head), qualifiers(new, head)
         if _HAS_HAN.search(head):
+            k_old, k_new = zh_kinds(old, head), zh_kinds(new, head)
+            if k_old and k_new and not k_old & k_new:
+                return True  # 报销系统 / CRM系统: two systems
             if any(_ZH_OTHER_ONE.search(q) and q not in old for q in q_new):
                 return True  # 隔壁那栋楼的电梯 is not 我们楼的电梯
             if (
@@ -1109,6 +1165,20 @@ _WEEK_PART = re.compile(
 )
 
 
+_EN_WHEN = re.compile(
+    r"\b(?P<when>last|this|next)\s+(?P<span>year|term|semester|season|school\s+year)\b",
+    re.IGNORECASE,
+)
+
+
+def _years(text: str) -> set[str]:
+    """The year or term an English statement is of: "last year", "this term"."""
+    return {
+        f"{m.group('when').lower()} {m.group('span').lower()}"
+        for m in _EN_WHEN.finditer(unicodedata.normalize("NFKC", text))
+    }
+
+
 _ZH_WHEN = re.compile("去年|前年|今年|明年|上次|这次|下次|上学期|这学期|下学期")
 _DAY_PART = re.compile(
     r"\b(?:on|every)\s+(?P<d>mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?"
@@ -1265,6 +1335,11 @@ def says_again(stored: str, other: str, similarity: float) -> bool:
     if other_of_kind(stored, other, shared) or other_context(stored, other, ""):
         return False
     named = _kept_values(stored, other)
+    mine, theirs = values(stored), values(other)
+    only_mine = {v for v in mine if not _known(v, theirs)}
+    only_theirs = {v for v in theirs if not _known(v, mine)}
+    if only_mine and only_theirs and _same_type(only_theirs, only_mine):
+        return False  # "…lane 4" / "…lane 6": another value of the same thing, no restatement
     return (
         bool(named)
         and not any(_kind(v) == "number" for v in named)

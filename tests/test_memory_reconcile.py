@@ -1082,3 +1082,22 @@ def test_a_nickname_opening_the_sentence_is_someone_else(store: ConclusionStore)
     store.remember("我每周六上午去游泳馆游泳。")
     done = store.remember("老周改成周日晚上去游泳馆游泳了。")
     assert done.action == "created"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Our son's form tutor this year is Mr. Okafor.", "His tutor was Ms. Byrne last year."),
+        (
+            "我的公交卡每月1号充值。",
+            "单位那张公交卡改成每月15号充值了。",
+        ),  # 单位那张: the other card
+        ("OA系统归小刘管。", "考勤系统现在换成老孙管了。"),  # two systems
+    ],
+)
+def test_another_year_card_or_system_is_another_thing(
+    store: ConclusionStore, old: str, new: str
+) -> None:
+    store.remember(old)
+    assert store.remember(new).action == "created"
+    assert sorted(_active(store)) == sorted([old, new])
