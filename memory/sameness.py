@@ -435,7 +435,9 @@ def _who(text: str) -> str | None:
     person's name (孙浩对…, 高建的手机…, 和曾娜的…会议)."""
     body = unicodedata.normalize("NFKC", text).strip()
     found = speaker(body)
-    if (named := _RELATION_NAME.match(body)) and named.group("rel").lower() in RELATION_WORDS:
+    if (named := _RELATION_NAME.match(body)) and named.group("rel").lower() in (
+        RELATION_WORDS | _WORK_RELATIONS
+    ):
         return named.group("name").lower()  # "My aunt Julia Koch lives …": Julia Koch
     if (named := _APPOSITIVE.match(body)) and named.group("rel").lower() in RELATION_WORDS:
         return named.group("name").lower()  # "Tom, my husband, gets his eyes tested …"
@@ -468,6 +470,10 @@ def _zh_nickname(words: tuple[tuple[str, str], ...]) -> str | None:
     return None
 
 
+# people one works with, named after "my": "My manager Hannah is now on site …" is Hannah's
+_WORK_RELATIONS = frozenset(
+    "manager supervisor director assistant lead boss deputy intern trainee".split()  # noqa: SIM905
+)
 _NAMED_RELATION = re.compile(
     r"\b(?:[Mm]y|[Oo]ur)\s+(?P<rel>[a-z]+)\s+(?P<name>[A-Z][a-z][\w-]*(?:\s+[A-Z][a-z][\w-]*)*)"
 )
@@ -639,6 +645,16 @@ def _zh_qualifiers(body: str, head: str) -> frozenset[str]:
             and before not in _ZH_CHANGED
         ):
             found.add(before)
+    # 跟海外客户开会, 和同事吃饭: with whom one does it, which one of the kind (an activity
+    # only: 跟别的诊所合并 is what happened to the clinic)
+    if any(word == head and flag in ("v", "vn") for word, flag in zh_words(body)):
+        found.update(
+            m.group("q")
+            for m in re.finditer(f"(?:跟|和|与)(?P<q>[{HAN}]{{2,6}}?){re.escape(head)}", body)
+            if m.group("q") not in RELATION_WORDS_ZH
+            and not _ZH_WHOSE_LEAD.fullmatch(m.group("q"))
+            and not _ZH_OTHER_ONE.search(m.group("q"))
+        )
     # 公司那张信用卡, 我妈那台电脑: whose or which, then a demonstrative and a measure word
     found.update(
         m.group("q")

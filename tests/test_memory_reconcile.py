@@ -1101,3 +1101,29 @@ def test_another_year_card_or_system_is_another_thing(
     store.remember(old)
     assert store.remember(new).action == "created"
     assert sorted(_active(store)) == sorted([old, new])
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # a colleague named after "my manager" is the colleague, not the speaker
+        (
+            "I'm in the Bristol office on Tuesdays and Fridays.",
+            "My manager Tomas is now in on Tuesdays and Thursdays.",
+        ),
+        # meetings with whom: another kind of meeting
+        ("我们组平时开会用飞书会议。", "跟供应商开会现在都改用Teams了。"),
+    ],
+)
+def test_a_colleagues_or_another_kinds_change_is_not_the_speakers(
+    store: ConclusionStore, old: str, new: str
+) -> None:
+    store.remember(old)
+    assert store.remember(new).action == "created"
+
+
+def test_with_whom_qualifies_an_activity_not_a_thing() -> None:
+    from memory.sameness import qualifiers
+
+    assert "供应商" in qualifiers("跟供应商开会现在都改用Teams了。", "开会")
+    assert "别的" not in qualifiers("东湖那家跟别的诊所合并了，以后看病就找南湖诊所。", "诊所")
