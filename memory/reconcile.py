@@ -298,6 +298,8 @@ def old_values(text: str) -> tuple[str, ...]:
         value = _zh_head(value)
         if re.match("^(?:我|他|她|你|咱)", value) and f"不是{value}的" in body:
             continue  # "这是他的，不是我爸的": whose it is, no value it replaced
+        if re.fullmatch("[一两这那同][个家位只种样回事]", value):
+            continue  # "跟我们不是一个": not the same one, no value it replaced
         if value and len(value) <= 60 and value.lower() not in _STAND_INS:
             cleaned.append(value)  # "taken over from her": who she was, another row says
     return tuple(dict.fromkeys(cleaned))

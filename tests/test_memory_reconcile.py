@@ -1127,3 +1127,12 @@ def test_with_whom_qualifies_an_activity_not_a_thing() -> None:
 
     assert "供应商" in qualifiers("跟供应商开会现在都改用Teams了。", "开会")
     assert "别的" not in qualifiers("东湖那家跟别的诊所合并了，以后看病就找南湖诊所。", "诊所")
+
+
+def test_the_neighbours_class_that_is_not_ours_changes_nothing(store: ConclusionStore) -> None:
+    store.remember("我参加了一个国画班，每周四上午在区文化馆三楼上课。")
+    done = store.remember(
+        "隔壁老王也在学画，不过他那个班跟我们不是一个，他们上个月从江宁搬到了河西。"
+    )
+    assert done.action == "created"
+    assert "一个" not in old_values("他那个班跟我们不是一个，他们搬到了河西。")
