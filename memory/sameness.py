@@ -448,8 +448,13 @@ def _who(text: str) -> str | None:
     if found is None and (lead := _ZH_LEADING_OWNER.match(body)):
         return lead.group("name")
     words = zh_words(text)
-    if found is None and len(words) > 1 and words[0][1] in ("s", "f") and words[1][1] == "nr":
-        return words[1][0]  # 楼下老李也练字: the neighbour downstairs, 老李
+    if (
+        found is None
+        and len(words) > 1
+        and words[0][0] in ("楼下", "楼上", "隔壁", "对门", "对面", "邻居", "同事", "同学")
+        and words[1][1] == "nr"
+    ):
+        return words[1][0]  # 楼下老李也练字: the neighbour downstairs, 老李 (not 最近高德…)
     if found is None and words and _zh_nickname(words):
         return _zh_nickname(words)  # 老周改成…: jieba reads 老周 as a time (周), 小周 as 小 + 周
     if found is None and words and words[0][1] in ("nr", "nrfg", "nrt"):
