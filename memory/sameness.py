@@ -387,6 +387,17 @@ _HOUSEHOLD = frozenset(
 _PRONOUN = re.compile(r"\b(?:he|she|him|her|his|hers|they|them|their)\b|[他她]", re.IGNORECASE)
 
 
+# a statement of what one means to do: no change yet
+_PLAN = re.compile(
+    r"\b(?:planning|plan|plans|planned|thinking|considering|hoping|hope|might|may)\s+"
+    r"(?:to|of|on|about)?\s*(?:switch|move|chang|go|join|try|start|drop|tak)"
+    r"|打算|准备换|准备改|考虑换|考虑改|想换|想改|计划换|计划改",
+    re.IGNORECASE,
+)
+# a team, group or household that is explicitly someone else's
+_ZH_OTHERS_NEW = re.compile("隔壁组|别的组|其他组|兄弟部门|隔壁部门|别的部门|隔壁公司|人家那")
+
+
 def someone_elses(old: str, new: str) -> bool:
     """Is the stored statement a fact of someone outside the speaker's household (a
     colleague's, a cousin's son's, another team's) or one more of a kind (另一家外包, "as
@@ -725,7 +736,7 @@ _ZH_FRAME = re.compile(
     r"|(?P<t>[一二三四五六七八九十\d]+(?:队|组|班|期))"
     r"|(?P<h>上半年|下半年|上学期|下学期)"
     r"|(?P<s>(?:春|夏|秋|冬)(?:天|季)|暑假|寒假)"
-    r"|(?P<c>大女儿|小女儿|二女儿|大儿子|小儿子|二儿子|老大|老二|老三)"
+    r"|(?P<c>大女儿|小女儿|二女儿|大儿子|小儿子|二儿子|老大|老二|老三|大宝|二宝|三宝|小宝)"
     r"|(?P<w>[东西南北](?:院|区|校区|馆)|总院|分院|本部|主校区|新校区|老校区)"
 )
 
@@ -804,6 +815,10 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
         return None
     if someone_elses(old, new):
         return None  # the colleague's, the cousin's son's, the other team's: not changed
+    if _PLAN.search(unicodedata.normalize("NFKC", new)):
+        return None  # "I'm planning to switch to …": a plan changes nothing yet
+    if _ZH_OTHERS_NEW.search(new) and not _ZH_OTHERS_NEW.search(old):
+        return None  # 隔壁组那个新项目…: the team next door's, not ours
     t_old, t_new = topic(old), topic(new)
     shared, only_old, only_new = _overlap(t_old, t_new)
     if other_of_kind(old, new, shared):
@@ -1195,11 +1210,21 @@ _EN_WHEN = re.compile(
 
 
 def _years(text: str) -> set[str]:
-    """The year or term an English statement is of: "last year", "this term"."""
-    return {
-        f"{m.group('when').lower()} {m.group('span').lower()}"
-        for m in _EN_WHEN.finditer(unicodedata.normalize("NFKC", text))
+    """The year, term or season an English statement is of: "last year", "this term",
+    "in winter", "the summer timetable" (not "hot springs")."""
+    body = unicodedata.normalize("NFKC", text)
+    found = {
+        f"{m.group('when').lower()} {m.group('span').lower()}" for m in _EN_WHEN.finditer(body)
     }
+    found |= {m.group(1).lower() for m in _EN_SEASON.finditer(body)}
+    return found
+
+
+# a season written in lower case (not "E-MRS Spring"), not the time something happened
+# ("last spring") nor a "hot spring"
+_EN_SEASON = re.compile(
+    r"(?<!hot\s)(?<!last\s)(?<!this\s)(?<!next\s)\b(winter|summer|autumn|spring)\b(?!s)"
+)
 
 
 _ZH_WHEN = re.compile("去年|前年|今年|明年|上次|这次|下次|上学期|这学期|下学期")

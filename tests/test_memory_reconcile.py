@@ -1136,3 +1136,25 @@ def test_the_neighbours_class_that_is_not_ours_changes_nothing(store: Conclusion
     )
     assert done.action == "created"
     assert "一个" not in old_values("他那个班跟我们不是一个，他们搬到了河西。")
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("大宝的英语课在周六下午。", "二宝的英语课改到周日下午了。"),  # the other child
+        (
+            "I do yoga at the studio on Monday evenings.",
+            "I'm thinking of switching to the Thursday class once work calms down.",
+        ),
+        (
+            "In winter the 18 tram runs every 12 minutes.",
+            "The summer timetable for the 18 now has it every 8 minutes.",
+        ),
+        ("我们组的周报每周五交。", "隔壁组的周报现在改成每周四交了。"),
+    ],
+)
+def test_another_child_a_plan_a_season_or_the_team_next_door_changes_nothing(
+    store: ConclusionStore, old: str, new: str
+) -> None:
+    store.remember(old)
+    assert store.remember(new).action == "created"
