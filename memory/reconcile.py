@@ -305,8 +305,12 @@ def old_values(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(cleaned))
 
 
+# he, she, they and their forms: another sentence says who
+THIRD_PERSON = frozenset(
+    "he she him her his hers they them their 他 她 他们 她们".split()  # noqa: SIM905
+)
 # words that stand in for a value another sentence named: no value themselves
-_STAND_INS = frozenset("her him them it he she they 他 她 他们 她们 它".split())  # noqa: SIM905
+_STAND_INS = THIRD_PERSON | {"it", "它"}
 
 
 _EN_BACK = re.compile(

@@ -28,6 +28,7 @@ from typing import Literal
 
 from memory.reconcile import (
     RELATION_WORDS,
+    THIRD_PERSON,
     WEEKDAYS,
     ZH_PLACE_SUFFIXES,
     ZH_RELATION_WORDS,
@@ -384,7 +385,9 @@ _HOUSEHOLD = frozenset(
 )
 
 
-_PRONOUN = re.compile(r"\b(?:he|she|him|her|his|hers|they|them|their)\b|[他她]", re.IGNORECASE)
+_PRONOUN = re.compile(
+    r"\b(?:" + "|".join(w for w in THIRD_PERSON if w.isascii()) + r")\b|[他她]", re.IGNORECASE
+)
 
 
 # a statement of what one means to do: no change yet
@@ -649,20 +652,10 @@ def _zh_qualifiers(body: str, head: str) -> frozenset[str]:
         span = _ZH_PLACE_TAIL.sub("", "".join(kept))
         if span:
             found.add(span)
-    words = zh_words(body)
-    for i, (word, _) in enumerate(words):
-        if word != head or i == 0:
-            continue
-        before, flag = words[i - 1]
-        towards = i > 1 and words[i - 2][0] in _ZH_TOWARDS
-        # 北京分公司 / 深圳分公司, 楼上卫生间 / 楼下卫生间: a place or part written onto it
-        if (
-            not towards
-            and len(before) >= 2
-            and flag in ("ns", "s", "f")
-            and before not in _ZH_CHANGED
-        ):
-            found.add(before)
+    # 北京分公司 / 深圳分公司, 楼上卫生间 / 楼下卫生间: a place or part written onto it
+    found.update(
+        before for before, flag, _ in _written_onto(body, head) if flag in ("ns", "s", "f")
+    )
     # 跟海外客户开会, 和同事吃饭: with whom one does it, which one of the kind (an activity
     # only: 跟别的诊所合并 is what happened to the clinic)
     if any(word == head and flag in ("v", "vn") for word, flag in zh_words(body)):
@@ -684,33 +677,37 @@ def _zh_qualifiers(body: str, head: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def zh_kinds(body: str, head: str) -> frozenset[str]:
-    """The nouns written straight onto a Chinese head that say which kind it is (报销系统
-    / CRM系统, 数学老师): only two of them, one in each text, make two things."""
+def _written_onto(body: str, head: str) -> list[tuple[str, str, bool]]:
+    """The jieba words of two or more characters written straight before `head` (not
+    where a move sends it: 搬到二楼卫生间), with their tag and whether the word opens its
+    clause; neither a change word (新, 原来) nor one of `_ZH_CHANGED`."""
     words = zh_words(body)
-    found = set()
+    found = []
     for i, (word, _) in enumerate(words):
         if word != head or i == 0:
             continue
         before, flag = words[i - 1]
-        towards = i > 1 and words[i - 2][0] in _ZH_TOWARDS
-        if (
-            not towards
-            and len(before) >= 2
-            and (
-                flag in ("n", "nz", "vn", "eng")
-                # a verb opening the clause names the kind: 报销系统
-                or (flag == "v" and (i == 1 or words[i - 2][1] in ("x", "uj")))
-            )
-            and before not in _ZH_CHANGED
-            and before not in _ZH_NOT_TOPIC
-            and before not in RELATION_WORDS_ZH
-            and before not in _ZH_KIN
-            and not _ZH_COUNTED.match(before)
-            and _kind_noun(before, head, body)
-        ):
-            found.add(before.lower())
-    return frozenset(found)
+        if i > 1 and words[i - 2][0] in _ZH_TOWARDS:
+            continue
+        if len(before) >= 2 and before not in _ZH_CHANGED:
+            found.append((before, flag, i == 1 or words[i - 2][1] in ("x", "uj")))
+    return found
+
+
+def zh_kinds(body: str, head: str) -> frozenset[str]:
+    """The nouns written straight onto a Chinese head that say which kind it is (报销系统
+    / CRM系统, 数学老师): only two of them, one in each text, make two things."""
+    return frozenset(
+        before.lower()
+        for before, flag, opens in _written_onto(body, head)
+        # a verb opening the clause names the kind too: 报销系统
+        if (flag in ("n", "nz", "vn", "eng") or (flag == "v" and opens))
+        and before not in _ZH_NOT_TOPIC
+        and before not in RELATION_WORDS_ZH
+        and before not in _ZH_KIN
+        and not _ZH_COUNTED.match(before)
+        and _kind_noun(before, head, body)
+    )
 
 
 def _kind_noun(before: str, head: str, body: str) -> bool:
@@ -767,12 +764,12 @@ def other_of_kind(old: str, new: str, shared: set[str]) -> bool:
     days = _day_parts(new) if _week_part(old) and not _week_part(new) else frozenset()
     if days and not days & _week_part(old):
         return True  # "opens at 6am on weekdays" / "On Sundays the gym now opens at 8"
-    a, b = set(_ZH_WHEN.findall(old)), set(_ZH_WHEN.findall(new))
-    if a and b and not a & b:  # 去年春节 / 今年春节: another year's
-        return True
-    a, b = _years(old), _years(new)
-    if a and b and not a & b:  # "this year … Mrs. Patel" / "… Mr. Dunbar last year"
-        return True
+    # 去年春节 / 今年春节, "this year … Mrs. Patel" / "… Mr. Dunbar last year": another
+    # year's, term's or season's
+    for when in (lambda text: set(_ZH_WHEN.findall(text)), _years):
+        a, b = when(old), when(new)
+        if a and b and not a & b:
+            return True
     frames_old, frames_new = _zh_frames(old), _zh_frames(new)
     for family, these in frames_new.items():
         if frames_old.get(family) and not these & frames_old[family]:
@@ -828,9 +825,7 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
     old_now = values(old) - _replaced(old)  # what the stored text holds now
     new_vals = (values(new) - replaced_new) | _named_short(old_now, new)
     fresh = {v for v in new_vals if not _known(v, values(old, loose=True))}
-    new_body = unicodedata.normalize("NFKC", new)
-    # a Chinese value the new text writes is kept, whatever jieba makes of it there
-    said = values(new, loose=True) | {v for v in old_now if _HAS_HAN.search(v) and v in new_body}
+    said = _written_again(new, old_now)
     dropped = {v for v in old_now if not _known(v, said)}
     retired = {v for v in old_now if _known(v, replaced_new)}
     if retired:
@@ -1318,7 +1313,7 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
 NEAR_CONFLICT = 0.90
 # times and places that frame a statement, not what it is about (早上, 这学期, 家里)
 _ZH_FRAME_WORD = re.compile(
-    "早上|中午|晚上|[上下]午|学期|星期|礼拜|每天|每周|最近|这周|这阵|天两|家里"
+    "|".join(["早上|中午|晚上|[上下]午|学期|星期|礼拜|每周|这阵|家里", *sorted(_ZH_RELATIVE)])
 )
 
 
@@ -1330,16 +1325,12 @@ def near_conflict(old: str, new: str, similarity: float) -> bool:
     thing: a topic word that is no time, or a value of the stored one that is not whom
     it is about (沈老师 of "…带课的是沈老师" / "沈老师回福建老家了…", not 老陈 of "老陈的
     降压药…" / "…老陈跟他那帮钓友…")."""
-    if similarity < NEAR_CONFLICT or not same_people(old, new, values(old, loose=True)):
-        return False
-    if someone_elses(old, new):
+    if similarity < NEAR_CONFLICT or _kept_apart(old, new):
         return False
     a, b = owners(old), owners(new)
     if (a or b) and not a & b and not (a and not b and _PRONOUN.search(new)):
         return False  # 我姐姐家的金毛… / 豆豆以后由林医生接手: not said of one owner
     shared = _overlap(topic(old), topic(new))[0]
-    if other_of_kind(old, new, shared) or other_context(old, new, ""):
-        return False
     about = {
         w
         for w in _specific(shared | _han_shared(old, new), old, new)
@@ -1348,16 +1339,30 @@ def near_conflict(old: str, new: str, similarity: float) -> bool:
     return bool(about or _kept_values(old, new))
 
 
+def _written_again(new: str, stored: frozenset[str] | set[str]) -> frozenset[str]:
+    """The values of `new`, and the Chinese values of the stored text it writes, whatever
+    jieba makes of them there (净邦 opening "净邦上次来…" is no value jieba tags)."""
+    body = unicodedata.normalize("NFKC", new)
+    return values(new, loose=True) | {v for v in stored if _HAS_HAN.search(v) and v in body}
+
+
+def _kept_apart(old: str, new: str) -> bool:
+    """What keeps two statements two facts whatever their similarity: other people, a
+    fact of someone else's the new one does not name, another one of the kind, another
+    context."""
+    if not same_people(old, new, values(old, loose=True)) or someone_elses(old, new):
+        return True
+    shared = _overlap(topic(old), topic(new))[0]
+    return other_of_kind(old, new, shared) or bool(other_context(old, new, ""))
+
+
 def _kept_values(old: str, new: str, *, times: bool = False) -> set[str]:
     """The stored statement's values the new one names again, but not a time (早上 in
     both; unless `times`) nor whom the stored one is about (老陈 of "老陈的降压药…" and
     "…老陈跟他那帮钓友…", 阿杰 of "阿杰在中铁二院…" and "…他是阿杰发小"): those make no
     one topic."""
     body = unicodedata.normalize("NFKC", old).lower()
-    written = unicodedata.normalize("NFKC", new)
-    said = values(new, loose=True) | {  # 净邦 opening "净邦上次来…" is no value jieba tags
-        v for v in values(old) if _HAS_HAN.search(v) and v in written
-    }
+    said = _written_again(new, values(old))
     return {
         v
         for v in values(old)
@@ -1375,13 +1380,9 @@ def says_again(stored: str, other: str, similarity: float) -> bool:
     ("Our water bill … comes from United Utilities" / "Paid the water bill today. United
     Utilities again")? Near, by the same people, naming one of its values that is no time
     nor whom it is about, and no other one of the kind: what a forget takes with it."""
-    if similarity < NEAR_UPDATE or not same_people(stored, other, values(stored, loose=True)):
-        return False
-    if someone_elses(stored, other) or someone_elses(other, stored):
+    if similarity < NEAR_UPDATE or _kept_apart(stored, other) or someone_elses(other, stored):
         return False
     shared = _overlap(topic(stored), topic(other))[0]
-    if other_of_kind(stored, other, shared) or other_context(stored, other, ""):
-        return False
     named = _kept_values(stored, other)
     mine, theirs = values(stored), values(other)
     only_mine = {v for v in mine if not _known(v, theirs)}

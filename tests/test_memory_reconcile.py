@@ -348,6 +348,46 @@ def test_taking_over_from_a_person_ends_that_persons_row(store: ConclusionStore)
         ("Kafka is our message queue for Orion.", "For Vega we switched from Kafka to NATS."),
         ("白鹭项目的数据库是MySQL。", "星河计划的数据库从MySQL改为Postgres。"),
         ("We use Slack for team chat.", "We switched from Jira to Linear for tickets."),
+        # session 14: someone else's fact or one more of a kind, changed by a statement
+        # that does not name them; a teacher of one thing and of another share no topic;
+        # the stored topic only in the reason, a value of another kind after "so"
+        (
+            "表哥家的儿子也在学书法，他的课在周四晚上。",
+            "书法老师说教室要装修，以后改到周日下午上课。",
+        ),
+        ("舞蹈课的周老师人很好，每周六上午上课。", "数学老师说家长会改到周五晚上了。"),
+        (
+            "On the side I run the tutorials for Fluid Mechanics, a second-year course.",
+            "Tuesdays clashed with my tutorials, so I traded slots with a colleague. "
+            "Mine is Thursday 9 to 11 now.",
+        ),
+        # another year, the other card (单位那张), two systems
+        ("Our son's form tutor this year is Mr. Okafor.", "His tutor was Ms. Byrne last year."),
+        ("我的公交卡每月1号充值。", "单位那张公交卡改成每月15号充值了。"),
+        ("OA系统归小刘管。", "考勤系统现在换成老孙管了。"),
+        # a colleague named after "my manager"; meetings with someone: another kind
+        (
+            "I'm in the Bristol office on Tuesdays and Fridays.",
+            "My manager Tomas is now in on Tuesdays and Thursdays.",
+        ),
+        ("我们组平时开会用飞书会议。", "跟供应商开会现在都改用Teams了。"),
+        # the neighbour's class "跟我们不是一个"; 老周 (a time to jieba) is a person
+        (
+            "我参加了一个国画班，每周四上午在区文化馆三楼上课。",
+            "隔壁老王也在学画，不过他那个班跟我们不是一个，他们上个月从江宁搬到了河西。",
+        ),
+        ("我每周六上午去游泳馆游泳。", "老周改成周日晚上去游泳馆游泳了。"),
+        # the other child, a plan, another season, the team next door
+        ("大宝的英语课在周六下午。", "二宝的英语课改到周日下午了。"),
+        (
+            "I do yoga at the studio on Monday evenings.",
+            "I'm thinking of switching to the Thursday class once work calms down.",
+        ),
+        (
+            "In winter the 18 tram runs every 12 minutes.",
+            "The summer timetable for the 18 now has it every 8 minutes.",
+        ),
+        ("我们组的周报每周五交。", "隔壁组的周报现在改成每周四交了。"),
     ],
 )
 def test_look_alike_changes_retire_nothing(store: ConclusionStore, first: str, second: str) -> None:
@@ -898,10 +938,12 @@ def test_the_pairs_bench_counts_false_merges_and_updates() -> None:
         "heldout17_s13_e.yaml",
         "heldout18_s14_a.yaml",
         "heldout19_s14_b.yaml",
+        "heldout21_s14_d.yaml",
+        "heldout22_s14_e.yaml",
     ],
 )
 def test_scenarios_written_by_others_merge_no_look_alike(name: str) -> None:
-    """Two scenarios written by someone who saw neither this code nor its tests (their
+    """Scenarios written by people who saw neither this code nor its tests (their
     wording is theirs): no fact about another person, team or thing is merged into the
     user's own, and no fact is stored twice. (How many updates are recognised is a
     bench number, docs/BENCHMARKS.md, not asserted here.)"""
@@ -987,33 +1029,6 @@ def test_a_missed_change_still_answers_with_the_newer_row(
     assert next(c for c in found if c.id == first.id).conflicts_with == second.id
 
 
-@pytest.mark.parametrize(
-    "steps",
-    [
-        # someone else's fact or one more of a kind, changed by a statement not naming them
-        [
-            "表哥家的儿子也在学书法，他的课在周四晚上。",
-            "书法老师说教室要装修，以后改到周日下午上课。",
-        ],
-        # a teacher of one thing and a teacher of another share no topic
-        ["舞蹈课的周老师人很好，每周六上午上课。", "数学老师说家长会改到周五晚上了。"],
-        # the stored topic only in the reason, a value of another kind after "so"
-        [
-            "On the side I run the tutorials for Fluid Mechanics, a second-year course.",
-            "Tuesdays clashed with my tutorials, so I traded slots with a colleague. "
-            "Mine is Thursday 9 to 11 now.",
-        ],
-    ],
-)
-def test_a_change_of_something_else_leaves_the_stored_row(
-    store: ConclusionStore, steps: list[str]
-) -> None:
-    for n, text in enumerate(steps):
-        done = store.remember(text, now=1000.0 + n)
-    assert done.action == "created"
-    assert sorted(_active(store)) == sorted(steps)
-
-
 def test_a_pronoun_is_not_the_value_a_takeover_replaced(store: ConclusionStore) -> None:
     store.remember("Ines in my lab sent her paper to another journal.")
     store.remember("My second supervisor is Dr. Vos.")
@@ -1028,7 +1043,12 @@ def test_a_pronoun_is_not_the_value_a_takeover_replaced(store: ConclusionStore) 
 
 
 def test_parts_that_are_no_topic_and_cues_said_in_passing() -> None:
-    from memory.sameness import _across_words, other_of_kind, topic, values
+    from memory.sameness import _across_words, _who, other_of_kind, topic, values
+
+    assert other_of_kind("The kitchen tap drips.", "We replaced the bathroom tap.", {"tap"})
+    assert "一个" not in old_values("他那个班跟我们不是一个，他们搬到了河西。")
+    assert _who("老周改成周日晚上去游泳馆了。") == "老周"  # jieba: 老周 a time (周 = week)
+    assert _who("小区门口新开了一家面馆。") is None
 
     assert _across_words("老家的房子一直空着", "子一")  # 房子|一直: no word
     assert not _across_words("部门团建定在周五", "团建")
@@ -1067,59 +1087,6 @@ def test_someone_away_and_another_covering_replaces_them(store: ConclusionStore)
         "covering the Friday invoices until next spring."
     )
     assert done.action == "superseded"  # "the Friday invoices": the invoices on Fridays
-    from memory.sameness import other_of_kind
-
-    assert other_of_kind("The kitchen tap drips.", "We replaced the bathroom tap.", {"tap"})
-
-
-def test_a_nickname_opening_the_sentence_is_someone_else(store: ConclusionStore) -> None:
-    """老周 reads as a time to jieba (周 = week), 小周 as 小 + 周: either way a person
-    other than the speaker, whose change is not the speaker's."""
-    from memory.sameness import _who
-
-    assert _who("老周改成周日晚上去游泳馆了。") == "老周"
-    assert _who("小区门口新开了一家面馆。") is None
-    store.remember("我每周六上午去游泳馆游泳。")
-    done = store.remember("老周改成周日晚上去游泳馆游泳了。")
-    assert done.action == "created"
-
-
-@pytest.mark.parametrize(
-    ("old", "new"),
-    [
-        ("Our son's form tutor this year is Mr. Okafor.", "His tutor was Ms. Byrne last year."),
-        (
-            "我的公交卡每月1号充值。",
-            "单位那张公交卡改成每月15号充值了。",
-        ),  # 单位那张: the other card
-        ("OA系统归小刘管。", "考勤系统现在换成老孙管了。"),  # two systems
-    ],
-)
-def test_another_year_card_or_system_is_another_thing(
-    store: ConclusionStore, old: str, new: str
-) -> None:
-    store.remember(old)
-    assert store.remember(new).action == "created"
-    assert sorted(_active(store)) == sorted([old, new])
-
-
-@pytest.mark.parametrize(
-    ("old", "new"),
-    [
-        # a colleague named after "my manager" is the colleague, not the speaker
-        (
-            "I'm in the Bristol office on Tuesdays and Fridays.",
-            "My manager Tomas is now in on Tuesdays and Thursdays.",
-        ),
-        # meetings with whom: another kind of meeting
-        ("我们组平时开会用飞书会议。", "跟供应商开会现在都改用Teams了。"),
-    ],
-)
-def test_a_colleagues_or_another_kinds_change_is_not_the_speakers(
-    store: ConclusionStore, old: str, new: str
-) -> None:
-    store.remember(old)
-    assert store.remember(new).action == "created"
 
 
 def test_with_whom_qualifies_an_activity_not_a_thing() -> None:
@@ -1127,34 +1094,3 @@ def test_with_whom_qualifies_an_activity_not_a_thing() -> None:
 
     assert "供应商" in qualifiers("跟供应商开会现在都改用Teams了。", "开会")
     assert "别的" not in qualifiers("东湖那家跟别的诊所合并了，以后看病就找南湖诊所。", "诊所")
-
-
-def test_the_neighbours_class_that_is_not_ours_changes_nothing(store: ConclusionStore) -> None:
-    store.remember("我参加了一个国画班，每周四上午在区文化馆三楼上课。")
-    done = store.remember(
-        "隔壁老王也在学画，不过他那个班跟我们不是一个，他们上个月从江宁搬到了河西。"
-    )
-    assert done.action == "created"
-    assert "一个" not in old_values("他那个班跟我们不是一个，他们搬到了河西。")
-
-
-@pytest.mark.parametrize(
-    ("old", "new"),
-    [
-        ("大宝的英语课在周六下午。", "二宝的英语课改到周日下午了。"),  # the other child
-        (
-            "I do yoga at the studio on Monday evenings.",
-            "I'm thinking of switching to the Thursday class once work calms down.",
-        ),
-        (
-            "In winter the 18 tram runs every 12 minutes.",
-            "The summer timetable for the 18 now has it every 8 minutes.",
-        ),
-        ("我们组的周报每周五交。", "隔壁组的周报现在改成每周四交了。"),
-    ],
-)
-def test_another_child_a_plan_a_season_or_the_team_next_door_changes_nothing(
-    store: ConclusionStore, old: str, new: str
-) -> None:
-    store.remember(old)
-    assert store.remember(new).action == "created"
