@@ -403,7 +403,18 @@ class ConclusionStore:
             reach[row.id] = max(reach.get(row.id, 0.0), row.similarity or 0.0)
         current = [row.id for row in found if row.status == "active"]
         mutual = self.index.mutual(current) if len(current) > 1 else {}
-        return _ordered(_speaker_first(found, query, reach), asked, mutual)[:k]
+        # a chain is whose its first value was: "Armando shut his shop; his nephew Hugo
+        # took over the heater jobs" goes on our heater's chain, however it is worded
+        ours = {
+            row.id
+            for row in found
+            if row.status == "active"
+            and row.superseded_by is None
+            and whose(row.text)
+            and (history := self.history(row.id))
+            and not whose(history[-1].text)
+        }
+        return _ordered(_speaker_first(found, query, reach, ours), asked, mutual)[:k]
 
     def _inherited(
         self,
@@ -1535,7 +1546,10 @@ _FIRST_PERSON = re.compile(r"\b(?:I|my|me|mine|we|our|us|ours)\b|我", re.IGNORE
 
 
 def _speaker_first(
-    found: list[Conclusion], query: str, reach: dict[str, float]
+    found: list[Conclusion],
+    query: str,
+    reach: dict[str, float],
+    ours: frozenset[str] | set[str] = frozenset(),
 ) -> list[Conclusion]:
     """Rows about whom a question asks go first: a question about the speaker ("what
     car do I drive?", no one else named) before rows about other people ("my sister
@@ -1550,7 +1564,7 @@ def _speaker_first(
         names = {n for c in found for r, n in named_relations(c.text).items() if r in asked}
         about = [c for c in found if owners(c.text) & asked or _names_any(c.text, names)]
     elif _FIRST_PERSON.search(query):
-        about = [c for c in found if not whose(c.text)]
+        about = [c for c in found if not whose(c.text) or c.id in ours]
     else:
         return found
     best = max((reach.get(c.id, 0.0) for c in found), default=0.0)

@@ -162,7 +162,7 @@ _EN_OLD: tuple[re.Pattern[str], ...] = (
         re.I,
     ),
     re.compile(
-        r"\b(?:sold|ditched|dropped|gave\s+up|given\s+up|got\s+rid\s+of|quit|cancell?ed"
+        r"\b(?:sold|ditched|dropped|gave\s+up(?!\s+the\s+ghost)|given\s+up|got\s+rid\s+of|quit|cancell?ed"
         r"|stopped\s+(?:using|seeing|going\s+to|buying\s+from|shopping\s+at|ordering\s+from)"
         r"|ended|terminated|unsubscribed\s+from|left|moved\s+away\s+from)\s+"
         r"(?:my\s+|our\s+|the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:!?]+?)"
@@ -190,9 +190,11 @@ _EN_OLD: tuple[re.Pattern[str], ...] = (
     ),
 )
 _EN_GONE = re.compile(
-    r"(?:^|[,;.]\s+|\b(?:since|because|as|now\s+that)\s+)(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?"
-    r"[A-Z][\w'&-]*(?:\s+[A-Z][\w'&-]*){0,3})\s+(?:has\s+|had\s+|just\s+)?"
-    r"(?:retired|left|quit|closed(?:\s+down)?|shut\s+down|moved\s+away|went\s+bust|stepped\s+down"
+    r"(?:^|(?<=[\s,;.(]))(?:(?:the|my|our)\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?"
+    r"[A-Z][\w'&-]*(?:\s+[A-Z][\w'&-]*){0,3})\s+(?:has\s+|had\s+|have\s+|just\s+|finally\s+)?"
+    r"(?:met\s+its\s+end|broke(?:\s+down)?|died|stopped\s+working|gave\s+up\s+the\s+ghost"
+    r"|(?:been|was|got|is)\s+(?:replaced|stolen|written\s+off|retired|discontinued)"
+    r"|retired|left|quit|closed(?:\s+down)?|shut\s+down|moved\s+away|went\s+bust|stepped\s+down"
     r"|passed\s+away|is\s+gone|is\s+no\s+more|went\s+on\s+leave|is\s+on\s+leave"
     r"|went\s+downhill|got\s+worse|botched|moved\s+back\s+to|is\s+fully\s+booked"
     r"|(?:handed|passed)\s+(?:\w+\s+){0,3}(?:over|on)\s+to)\b"
@@ -351,7 +353,8 @@ def reverted_to(text: str) -> tuple[str, ...]:
 
 # -- identifying tokens ----------------------------------------------------------------------
 
-_LATIN = re.compile(rf"[^\W_{HAN}]+(?:[-'.:][^\W_{HAN}]+)*")
+# a word, name or number; "1,020" is one number (a comma before three digits joins it)
+_LATIN = re.compile(rf"[^\W_{HAN}]+(?:(?:[-'.:]|,(?=\d{{3}}\b))[^\W_{HAN}]+)*")
 _NOT_NAMES = frozenset(
     """i we you he she they it my our the a an this that these those from for to in on at
     and but or so now then also still again instead dr mr mrs ms sorry actually well oh
