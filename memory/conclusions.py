@@ -65,6 +65,7 @@ from memory.sameness import (
     NEAR_UPDATE,
     about_speaker,
     as_persons,
+    conflicting_change,
     named_relations,
     near,
     near_conflict,
@@ -689,6 +690,7 @@ class ConclusionStore:
         judged = [
             (old, verdict) for old, sim in near_rows if (verdict := near(old.text, text, sim))
         ]
+        kin = [(old, sim) for old, sim in _kin(similar, by_id, kind) if _may_be_of(keys, old)]
         if len(judged) > 1:
             judged = _one_fitting(judged, text)
         if judged:
@@ -703,6 +705,13 @@ class ConclusionStore:
         ):
             old, similarity = near_rows[pick]
             return old, "supersede", f"a change cue, and the nearest statement ({similarity:.3f})"
+        elif (pick := conflicting_change(text, [(o.text, sim) for o, sim in kin])) is not None:
+            old, similarity = kin[pick]
+            return (
+                old,
+                "supersede",
+                f"a change, and the one row it conflicts with ({similarity:.3f})",
+            )
         elif (chained := self._chain_update(text, kind)) is not None:
             return chained, "supersede", "changes again what an earlier value of its chain was"
         slot = slot_of(text)
@@ -1543,6 +1552,37 @@ def _stated_subject(text: str) -> str | None:
 
 
 _FIRST_PERSON = re.compile(r"\b(?:I|my|me|mine|we|our|us|ours)\b|我", re.IGNORECASE)
+
+
+def _kin(
+    similar: Sequence[tuple[str, float]], by_id: dict[str, Conclusion], kind: str
+) -> list[tuple[Conclusion, float]]:
+    """The nearby active rows of one kind, with their similarity, nearest first."""
+    return [
+        (by_id[doc_id], sim)
+        for doc_id, sim in similar
+        if doc_id in by_id and by_id[doc_id].kind == kind
+    ]
+
+
+# a subject that only stands in for the thing: "the new one", 新的一家, 那家
+_STAND_IN_SUBJECT = re.compile(
+    r"(?:the)?(?:new|old|other)?ones?|[新旧老]?(?:的)?[这那一另]?[家个位间所]"
+)
+
+
+def _may_be_of(keys: set[str], old: Conclusion) -> bool:
+    """May a statement about the subjects `keys` (none: not said) be about the stored row?
+    Not when the row has a subject of its own, nor when no word of an English subject is
+    in its text ("Retros are now held in Room 6A" / "…the room we book for standups")."""
+    keys = {key for key in keys if not _STAND_IN_SUBJECT.fullmatch(key.replace(" ", ""))}
+    if not keys:
+        return True
+    if _keys(old.subject, old.text):
+        return False  # two subjects; the same one matched before this
+    said = {stem(w) for w in re.findall(r"[^\W_]+", old.text.lower())}
+    latin = [key for key in keys if not _HAN_TEXT.search(key)]
+    return not latin or any(stem(w) in said for key in latin for w in key.split())
 
 
 def _speaker_first(

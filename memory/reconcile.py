@@ -470,8 +470,9 @@ def owners(text: str) -> frozenset[str]:
     found = {
         m.group().lower()
         for m in re.finditer(r"[A-Za-z]+", body)
-        if m.group().lower() in _RELATION_WORDS and _WHOSE.search(body[: m.start()])
-    }
+        if m.group().lower() in _RELATION_WORDS
+        and (_WHOSE.search(body[: m.start()]) or re.match(r"'\s", body[m.end() :]))
+    }  # "the kids' dentist appointment": theirs too
     found |= (
         {
             m.group(1).lower()

@@ -34,6 +34,7 @@ from memory.reconcile import (
     ZH_RELATION_WORDS,
     change_cue,
     identifiers,
+    mentions,
     old_values,
     other_context,
     owners,
@@ -396,7 +397,7 @@ _PRONOUN = re.compile(
 _PLAN = re.compile(
     r"\b(?:planning|plan|plans|planned|thinking|considering|hoping|hope|might|may)\s+"
     r"(?:to|of|on|about)?\s*(?:switch|move|chang|go|join|try|start|drop|tak)"
-    r"|打算|准备换|准备改|考虑换|考虑改|想换|想改|计划换|计划改",
+    r"|打算|准备换|准备改|考虑换|考虑改|想换|想改|计划换|计划改|在考虑|考虑把|准备把|计划把|想把",
     re.IGNORECASE,
 )
 # a team, group or household that is explicitly someone else's
@@ -1131,8 +1132,8 @@ def _someone_elses_place(word: str, old: str, new: str) -> bool:
 _WEAK_TOPIC = frozenset(
     stem(w)
     for w in """teacher coach doctor team price spring summer autumn winter time day week
-    thing people 老师 教练 医生 大夫 阿姨 大爷 大妈 师傅 老板 大家 家里 最后 通知 星期 礼拜 时间
-    事情 东西 孩子""".split()  # noqa: SIM905
+    thing people 老师 教练 医生 大夫 阿姨 大爷 大妈 师傅 老板 大家 家里 门口 最后 通知 星期 礼拜
+    时间 事情 东西 孩子""".split()  # noqa: SIM905
 )
 
 
@@ -1446,6 +1447,48 @@ def near_conflict(old: str, new: str, similarity: float) -> bool:
         return True
     # less near (English), one shared word is too little ("hires" / "the hiring list")
     return len(about) >= (1 if similarity >= NEAR_CONFLICT else 2)
+
+
+# what says a statement is one more of a kind, or of another time, than a stored one:
+# "…is now also paid by direct debit", "…the upstairs bathroom too", "也换成了…"; the
+# summer timetable, the weekend one, 暑假
+_ONE_MORE = re.compile(r"\b(?:also|too|as\s+well)\b|也(?:" + "|".join(_ZH_ALSO_DID) + ")", re.I)
+_TIME_FRAME = re.compile(
+    r"\b(?:summer|winter|spring|autumn|fall|holidays?|vacation|weekends?|weekdays?|term)\b"
+    "|暑假|寒假|假期|周末|工作日|夏天|冬天|春天|秋天|夏季|冬季|学期",
+    re.I,
+)
+# what a statement is for, in Chinese: 办公室的桶装水, 工作手机 / 我们家的…
+_ZH_SCOPE = re.compile("办公室|单位|公司|工作(?=手机|电脑|号|卡|用)|家里|我们家|家用")
+
+
+def conflicting_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
+    """Which stored statement a statement that says something changed replaces when
+    neither its parts nor the nearest one tell: the only one near enough to conflict with
+    it (`near_conflict`: what recall would show second anyway), for the same use, time
+    and scope. Not a plan, not one more of the kind; two fitting: a guess, None."""
+    body = unicodedata.normalize("NFKC", new)
+    if not change_cue(new) or still_cue(new) or _PLAN.search(body):
+        return None
+    gone = old_values(new)
+    fitting = []
+    for i, (old, sim) in enumerate(candidates):
+        stored = unicodedata.normalize("NFKC", old)
+        if _ONE_MORE.search(body) and not _ONE_MORE.search(stored):
+            continue
+        if gone and not any(mentions(old, value) for value in gone):
+            continue  # "no longer allergic to peanuts": a change of what this one lacks
+        if not near_conflict(old, new, sim) or _scopes(old) != _scopes(new):
+            continue
+        framed = [
+            {m.group().lower() for m in pattern.finditer(text)}
+            for pattern in (_TIME_FRAME, _ZH_SCOPE)
+            for text in (stored, body)
+        ]
+        if framed[0] != framed[1] or framed[2] != framed[3]:
+            continue  # the summer timetable, the office's water: not the stored one's
+        fitting.append(i)
+    return fitting[0] if len(fitting) == 1 else None
 
 
 def _written_again(new: str, stored: frozenset[str] | set[str]) -> frozenset[str]:

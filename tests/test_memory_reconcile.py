@@ -1224,3 +1224,35 @@ def test_a_short_change_says_no_more_than_the_stored_topic() -> None:
     assert near(stored, "Oh, and gymnastics is Thursday afternoons now.", 0.84) is not None
     # more than the stored topic: another class of hers
     assert near(stored, "Her trampoline club is Thursday afternoons now.", 0.84) is None
+
+
+def test_a_change_replaces_the_one_row_it_conflicts_with() -> None:
+    """When neither the parts nor the nearest row tell, a change replaces the only stored
+    row it conflicts with; not as a plan, one more of the kind, another time or scope, nor
+    when two rows fit."""
+    from memory.sameness import conflicting_change
+
+    allowance = [("女儿每周的零花钱是 20 块，周五给。", 0.93)]
+    assert conflicting_change("她上中学了，我们商量好以后每周给 30 块。", allowance) == 0
+    for other in (
+        "打算以后每周给她 30 块。",  # a plan
+        "暑假里每周给 30 块。",  # another time
+        "她表姐也换成每周 30 块了。",  # one more person doing the same
+    ):
+        assert conflicting_change(other, allowance) is None, other
+    two = [*allowance, ("儿子每周的零花钱是 25 块，周五给。", 0.93)]
+    assert conflicting_change("她上中学了，我们商量好以后每周给 30 块。", two) is None
+
+    water = [("Our water comes from Aquaflow, delivered every Tuesday.", 0.9)]
+    moved = "Aquaflow kept missing Tuesdays, so we're with ClearSpring now, on Thursdays."
+    assert conflicting_change(moved, water) == 0
+    assert conflicting_change("The office water is now delivered on Thursdays too.", water) is None
+    assert conflicting_change("In summer it's delivered on Thursdays now.", water) is None
+    assert conflicting_change("No longer with Bluewell, we use ClearSpring now.", water) is None
+
+
+def test_the_kids_possessive_says_whose() -> None:
+    from memory.reconcile import owners
+
+    assert "kids" in owners("The kids' dentist appointment got moved to the 14th.")
+    assert owners("The kids only watch Bluey.") == frozenset()
