@@ -196,6 +196,7 @@ _EN_GONE = re.compile(
     r"|(?:been|was|got|is)\s+(?:replaced|stolen|written\s+off|retired|discontinued)"
     r"|retired|left|quit|closed(?:\s+down)?|shut\s+down|moved\s+away|went\s+bust|stepped\s+down"
     r"|passed\s+away|is\s+gone|is\s+no\s+more|went\s+on\s+leave|is\s+on\s+leave"
+    r"|(?:has\s+)?(?:gone|went)\s+(?:back\s+home\b|home\b|back\s+to\s+(?=[A-Z]))"
     r"|went\s+downhill|got\s+worse|botched|moved\s+back\s+to|is\s+fully\s+booked"
     r"|(?:handed|passed)\s+(?:\w+\s+){0,3}(?:over|on)\s+to)\b"
 )
@@ -217,7 +218,9 @@ _ZH_OLD: tuple[re.Pattern[str], ...] = (
         rf"(?:^|[{_P}])(?P<old>[^{_P}]{{2,10}}?)(?:已经)?(?:关了|关门了|倒闭了|停业了|搬走了|不干了"
         r"|退休了|离职了|辞职了|调走了|调去|去外地|回老家|休产假|休假了|请长假)"
     ),
-    re.compile(rf"(?:^|[{_P}])(?P<old>[^{_P}]{{2,12}}?)不(?:用|去|看|坐|骑|喝)了"),
+    re.compile(
+        rf"(?:^|[{_P}])(?P<old>[^{_P}]{{2,12}}?)(?:我们|我|咱们|他们|她们)?不(?:用|去|看|坐|骑|喝)了"
+    ),
     # 我不挤地铁了, 不开车了: the thing no longer done
     re.compile(rf"不再?(?:挤|开|坐|乘|搭|骑|用|去|找|喝|吃)(?P<old>[^{_P}了]{{2,8}}?)了"),
     # 是宋医生，不是黄医生 / 而不是… / 而非… / 取代了… / 接替了…
@@ -312,7 +315,7 @@ THIRD_PERSON = frozenset(
     "he she him her his hers they them their 他 她 他们 她们".split()  # noqa: SIM905
 )
 # words that stand in for a value another sentence named: no value themselves
-_STAND_INS = THIRD_PERSON | {"it", "它"}
+_STAND_INS = THIRD_PERSON | {"it", "它", "i", "we"}
 
 
 _EN_BACK = re.compile(

@@ -875,6 +875,8 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
         return None
     if theirs(old, new):
         return None  # the colleague's, the other team's, "Carla 也换了…": not changed
+    if _framed_apart(old, new, strict=False):
+        return None  # one more of the kind, another season's or use's: not the stored one
     if _PLAN.search(unicodedata.normalize("NFKC", new)):
         return None  # "I'm planning to switch to …": a plan changes nothing yet
     t_old, t_new = topic(old), topic(new)
@@ -1449,10 +1451,15 @@ def near_conflict(old: str, new: str, similarity: float) -> bool:
     return len(about) >= (1 if similarity >= NEAR_CONFLICT else 2)
 
 
-# what says a statement is one more of a kind, or of another time, than a stored one:
-# "…is now also paid by direct debit", "…the upstairs bathroom too", "也换成了…"; the
-# summer timetable, the weekend one, 暑假
-_ONE_MORE = re.compile(r"\b(?:also|too|as\s+well)\b|也(?:" + "|".join(_ZH_ALSO_DID) + ")", re.I)
+# what says a statement is one more of a kind than a stored one: "…is now also paid by
+# direct debit", "…the upstairs bathroom too" (not "too expensive"), "也换成了…"
+_ONE_MORE = re.compile(
+    r"(?<!^)\balso\b|\bas\s+well\b|\btoo\b(?=\s*(?:[.!;,)\u2014\u2013]|$))"
+    r"|\b(?:new|second|another)\s+(?:branch|site|location)\b"
+    "|也(?:" + "|".join(_ZH_ALSO_DID) + ")",
+    re.I,
+)
+# when a statement holds: the summer timetable, the weekend one, 暑假
 _TIME_FRAME = re.compile(
     r"\b(?:summer|winter|spring|autumn|fall|holidays?|vacation|weekends?|weekdays?|term)\b"
     "|暑假|寒假|假期|周末|工作日|夏天|冬天|春天|秋天|夏季|冬季|学期",
@@ -1462,32 +1469,38 @@ _TIME_FRAME = re.compile(
 _ZH_SCOPE = re.compile("办公室|单位|公司|工作(?=手机|电脑|号|卡|用)|家里|我们家|家用")
 
 
+def _framed_apart(old: str, new: str, *, strict: bool = True) -> bool:
+    """Is the new statement one more of the kind, or framed by another time or use ("In
+    summer it starts at six" / "in winter…", "the office water", "for work"), than the
+    stored one? Not `strict`: a frame counts only when both name one (a change often
+    says when it starts: "from next term")."""
+    stored, body = (unicodedata.normalize("NFKC", t) for t in (old, new))
+    if _ONE_MORE.search(_FILLER.sub("", body)) and not _ONE_MORE.search(stored):
+        return True
+    if strict and _scopes(old) != _scopes(new):
+        return True
+    for pattern in (_TIME_FRAME, _ZH_SCOPE):
+        a, b = ({m.group().lower() for m in pattern.finditer(t)} for t in (stored, body))
+        if a != b and (strict or (a and b)):
+            return True
+    return False
+
+
 def conflicting_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     """Which stored statement a statement that says something changed replaces when
     neither its parts nor the nearest one tell: the only one near enough to conflict with
     it (`near_conflict`: what recall would show second anyway), for the same use, time
     and scope. Not a plan, not one more of the kind; two fitting: a guess, None."""
-    body = unicodedata.normalize("NFKC", new)
-    if not change_cue(new) or still_cue(new) or _PLAN.search(body):
+    if not change_cue(new) or still_cue(new) or _PLAN.search(unicodedata.normalize("NFKC", new)):
         return None
     gone = old_values(new)
-    fitting = []
-    for i, (old, sim) in enumerate(candidates):
-        stored = unicodedata.normalize("NFKC", old)
-        if _ONE_MORE.search(body) and not _ONE_MORE.search(stored):
-            continue
-        if gone and not any(mentions(old, value) for value in gone):
-            continue  # "no longer allergic to peanuts": a change of what this one lacks
-        if not near_conflict(old, new, sim) or _scopes(old) != _scopes(new):
-            continue
-        framed = [
-            {m.group().lower() for m in pattern.finditer(text)}
-            for pattern in (_TIME_FRAME, _ZH_SCOPE)
-            for text in (stored, body)
-        ]
-        if framed[0] != framed[1] or framed[2] != framed[3]:
-            continue  # the summer timetable, the office's water: not the stored one's
-        fitting.append(i)
+    fitting = [
+        i
+        for i, (old, sim) in enumerate(candidates)
+        if not (gone and not any(mentions(old, value) for value in gone))
+        and near_conflict(old, new, sim)
+        and not _framed_apart(old, new)
+    ]  # "no longer allergic to peanuts" changes what names peanuts, not another row
     return fitting[0] if len(fitting) == 1 else None
 
 

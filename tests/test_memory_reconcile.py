@@ -1256,3 +1256,40 @@ def test_the_kids_possessive_says_whose() -> None:
 
     assert "kids" in owners("The kids' dentist appointment got moved to the 14th.")
     assert owners("The kids only watch Bluey.") == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # another season
+        ("小区的广场舞冬天是晚上七点开始。", "到了夏天，广场舞改到晚上八点开始。"),
+        (
+            "The pool I swim at is the Riverside branch of AquaFit, open until 9pm.",
+            "AquaFit just opened a new branch on Mill Lane; that one closes at 10.",
+        ),
+        (
+            "Our contents insurance is with Harbor Mutual and renews in June.",
+            "We moved the insurance on the campervan to Brightline, renewing in June too.",
+        ),
+    ],
+)
+def test_one_more_of_the_kind_or_another_season_is_no_update(old: str, new: str) -> None:
+    from memory.sameness import near
+
+    assert near(old, new, 0.9) is None
+
+
+def test_too_of_degree_and_a_leading_also_are_no_other_one() -> None:
+    from memory.sameness import _framed_apart
+
+    stored = "Our broadband is with Zenith, £30 a month."
+    assert not _framed_apart(stored, "It got too expensive, so we're with Nova now.")
+    assert not _framed_apart(stored, "Also, we switched the broadband to Nova.")
+    assert _framed_apart(stored, "We switched the office broadband to Nova too.")
+
+
+def test_what_went_away_said_with_a_pronoun_or_as_going_home() -> None:
+    assert old_values("Pim 我们不用了，老是闪退，现在改用 Tidy。") == ("Pim",)
+    assert old_values("Ravi has gone back to Chennai, so his cousin drives now.") == ("Ravi",)
+    assert old_values("Mia went to Spain for a week.") == ()
+    assert old_values("I went back to Neovim.") == ()
