@@ -943,6 +943,7 @@ def test_the_pairs_bench_counts_false_merges_and_updates() -> None:
         "heldout22_s14_e.yaml",
         "heldout24_s15_a.yaml",
         "heldout25_s15_b.yaml",
+        "heldout27_s15_d.yaml",
     ],
 )
 def test_scenarios_written_by_others_merge_no_look_alike(name: str) -> None:
