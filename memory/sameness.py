@@ -1358,12 +1358,14 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     the nearest one about the same people, if it is close and clearly nearer than the
     next, shares a topic word or a value, and is no look-alike (every value different,
     one word of a name changed, another scope or context)."""
-    if not change_cue(new) or still_cue(new):
-        return None
+    if not change_cue(new) or still_cue(new) or _PLAN.search(unicodedata.normalize("NFKC", new)):
+        return None  # "我在考虑下个月换到…": a plan changes nothing yet
     fitting = [
         (i, text, sim)
         for i, (text, sim) in enumerate(candidates)
-        if same_people(text, new, values(text, loose=True)) and not theirs(text, new)
+        if same_people(text, new, values(text, loose=True))
+        and not theirs(text, new)
+        and not _framed_apart(text, new, strict=False)
     ]
     if not fitting:
         return None
@@ -1436,6 +1438,8 @@ def near_conflict(old: str, new: str, similarity: float) -> bool:
     latin = not _HAS_HAN.search(old + new)
     if similarity < (NEAR_CONFLICT_LATIN if latin else NEAR_CONFLICT) or _kept_apart(old, new):
         return False
+    if _another_named(old, new):
+        return False  # the budget meeting with Luisa Hoffmann, not the one with Hanna
     a, b = owners(old), owners(new)
     if (a or b) and not a & b and not (a and not b and _PRONOUN.search(new)):
         return False  # 我姐姐家的金毛… / 豆豆以后由林医生接手: not said of one owner
@@ -1480,10 +1484,24 @@ def _framed_apart(old: str, new: str, *, strict: bool = True) -> bool:
     if strict and _scopes(old) != _scopes(new):
         return True
     for pattern in (_TIME_FRAME, _ZH_SCOPE):
-        a, b = ({m.group().lower() for m in pattern.finditer(t)} for t in (stored, body))
+        a, b = (
+            {_FRAME_AS.get(m.group(), m.group().lower()) for m in pattern.finditer(t)}
+            for t in (stored, body)
+        )
         if a != b and (strict or (a and b)):
             return True
     return False
+
+
+# one scope in other words: 家里 / 我们家, 单位 / 公司
+_FRAME_AS = {
+    "家里": "家",
+    "我们家": "家",
+    "家用": "家",
+    "单位": "工作",
+    "公司": "工作",
+    "办公室": "工作",
+}
 
 
 def conflicting_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
@@ -1502,6 +1520,20 @@ def conflicting_change(new: str, candidates: list[tuple[str, float]]) -> int | N
         and not _framed_apart(old, new)
     ]  # "no longer allergic to peanuts" changes what names peanuts, not another row
     return fitting[0] if len(fitting) == 1 else None
+
+
+_WITH_PERSON = re.compile(r"\bwith\s+(?P<first>[A-Z][a-z]+)\s+(?P<last>[A-Z][a-z][\w-]*)")
+
+
+def _another_named(old: str, new: str) -> bool:
+    """Is the new statement with another person of a stored family name ("…with Luisa
+    Hoffmann" / "…with Hanna Hoffmann": two meetings)? Not "Restelo Padel" / "Cais
+    Padel", two places, one of which replaced the other."""
+    met = {(m["first"], m["last"]) for m in _WITH_PERSON.finditer(old)}
+    return any(
+        (first, last) not in met and any(last == s and first != f for f, s in met)
+        for first, last in ((m["first"], m["last"]) for m in _WITH_PERSON.finditer(new))
+    )
 
 
 def _written_again(new: str, stored: frozenset[str] | set[str]) -> frozenset[str]:

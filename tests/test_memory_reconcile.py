@@ -1294,3 +1294,23 @@ def test_what_went_away_said_with_a_pronoun_or_as_going_home() -> None:
     assert old_values("Ravi has gone back to Chennai, so his cousin drives now.") == ("Ravi",)
     assert old_values("Mia went to Spain for a week.") == ()
     assert old_values("I went back to Neovim.") == ()
+
+
+def test_a_meeting_with_another_person_of_one_family_name_is_no_conflict() -> None:
+    """At 100k rows the bench's look-alike meetings ("…with Luisa Hoffmann" / "…with Hanna
+    Hoffmann") met as one: another person of a stored name keeps two rows apart."""
+    from memory.sameness import conflicting_change, near_conflict
+
+    old = "The Q3 planning call with Maria Lopez moved to 3 March 2027 at 10:00."
+    new = "The Q3 planning call with Sofia Lopez moved to 3 March 2027 at 15:00."
+    assert not near_conflict(old, new, 0.97)
+    assert conflicting_change(new, [(old, 0.97)]) is None
+
+
+def test_one_scope_in_other_words_is_no_other_frame() -> None:
+    from memory.sameness import _framed_apart
+
+    assert not _framed_apart(
+        "我们家每周六晚上聚餐。", "家里的聚餐以后改到周日中午了。", strict=False
+    )
+    assert _framed_apart("家里的桶装水是怡宝。", "单位的桶装水换成农夫山泉了。", strict=False)
