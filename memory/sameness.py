@@ -921,7 +921,8 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
         )
     about = t_new - _DAY_PARTS
     if (
-        fresh
+        len(fresh) == 1
+        and not _split_name(new, fresh, kept)
         and change_cue(new)
         and not still_cue(new)
         and _same_type(fresh, dropped)
