@@ -411,9 +411,14 @@ class ConclusionStore:
             reach[row.id] = max(reach.get(row.id, 0.0), row.similarity or 0.0)
         current = [row.id for row in found if row.status == "active"]
         mutual = self.index.mutual(current) if len(current) > 1 else {}
-        # a chain is whose its first value was: "Armando shut his shop; his nephew Hugo
-        # took over the heater jobs" goes on our heater's chain, however it is worded
-        ours = {
+        ours = self._speakers_chains(found)
+        return _ordered(_speaker_first(found, query, reach, ours), asked, mutual)[:k]
+
+    def _speakers_chains(self, found: list[Conclusion]) -> set[str]:
+        """The current rows worded as someone else's whose chain began as the speaker's:
+        a chain is whose its first value was ("Armando shut his shop; his nephew Hugo took
+        over the heater jobs" stays on our heater's chain)."""
+        return {
             row.id
             for row in found
             if row.status == "active"
@@ -422,7 +427,6 @@ class ConclusionStore:
             and (history := self.history(row.id))
             and not whose(history[-1].text)
         }
-        return _ordered(_speaker_first(found, query, reach, ours), asked, mutual)[:k]
 
     def _inherited(
         self,
