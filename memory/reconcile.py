@@ -434,7 +434,7 @@ _RELATIONS = (
     "dad parents sister brother niece nephew grandma grandpa grandmother grandfather aunt "
     "uncle cousin friend colleague coworker boss neighbour neighbor girlfriend boyfriend "
     "mentor mentee landlord landlady tutor roommate flatmate housemate classmate teammate "
-    "cofounder co-founder in-laws "
+    "cofounder co-founder "
     "导师 室友 同学 妈 爸 哥 姐 弟 妹 爸妈 父母 "
     "太太 妻子 老婆 爱人 丈夫 老公 先生 儿子 女儿 孩子 妈妈 爸爸 母亲 父亲 姐姐 妹妹 哥哥 弟弟 "
     "侄女 侄子 外甥 外甥女 奶奶 爷爷 外婆 外公 同事 朋友 邻居 表妹 表哥 表姐 表弟 舅舅 姑姑 阿姨 "
@@ -472,7 +472,7 @@ def owners(text: str) -> frozenset[str]:
     # when it starts the sentence ("Sister Anna …"); "the kids only watch Bluey" is a detail
     found = {
         m.group().lower()
-        for m in re.finditer(r"in-laws|[A-Za-z]+", body, re.IGNORECASE)
+        for m in re.finditer(r"[A-Za-z]+", body)
         if m.group().lower() in _RELATION_WORDS
         and (_WHOSE.search(body[: m.start()]) or re.match(r"'\s", body[m.end() :]))
     }  # "the kids' dentist appointment": theirs too

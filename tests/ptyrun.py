@@ -6,7 +6,7 @@ tool activity) is what a user at a terminal gets. Output is read by a thread as 
 from __future__ import annotations
 
 import os
-import select
+import selectors
 import signal
 import subprocess
 import sys
@@ -66,19 +66,22 @@ class TerminalRun:
         self._reader.start()
 
     def _read(self) -> None:
-        open_fds = set(self._buffers)
-        while open_fds:
-            ready, _, _ = select.select(list(open_fds), [], [], 0.2)
-            for fd in ready:
-                try:
-                    data = os.read(fd, 65536)
-                except OSError:  # EIO: the pty's child side is closed
-                    data = b""
-                if not data:
-                    open_fds.discard(fd)
-                    continue
-                with self._lock:
-                    self._buffers[fd].extend(data)
+        # a selector, not select(): a long test run holds more than 1024 descriptors, and
+        # select() cannot wait on one numbered above that
+        with selectors.DefaultSelector() as selector:
+            for fd in self._buffers:
+                selector.register(fd, selectors.EVENT_READ)
+            while selector.get_map():
+                for key, _ in selector.select(0.2):
+                    try:
+                        data = os.read(key.fd, 65536)
+                    except OSError:  # EIO: the pty's child side is closed
+                        data = b""
+                    if not data:
+                        selector.unregister(key.fd)
+                        continue
+                    with self._lock:
+                        self._buffers[key.fd].extend(data)
 
     @property
     def stdout(self) -> str:
