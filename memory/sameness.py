@@ -1269,7 +1269,13 @@ def _scopes(text: str) -> frozenset[str]:
     return frozenset(_SCOPE_AS.get(w, w) for w in found)
 
 
-_SCOPE_AS = {"office": "work", "business": "work"}
+# one scope in other words: "office" / "work", 家里 / 我们家, 单位 / 公司
+_SCOPE_AS = {
+    "office": "work",
+    "business": "work",
+    **dict.fromkeys(["家里", "我们家", "家用"], "家"),
+    **dict.fromkeys(["单位", "公司", "办公室"], "工作"),
+}
 _WEEK_PART = re.compile(
     r"\b(?:on|at|for|the|my|our|every)\s+(?P<a>weekdays?|weekends?)\b|\b(?P<b>weekdays?|weekends?)\s+"
     r"(?!in\b|on\b|at\b|for\b|with\b|to\b|from\b|as\b|job\b|work\b)[a-z]{3,}|周末|工作日",
@@ -1459,8 +1465,7 @@ def near_conflict(old: str, new: str, similarity: float) -> bool:
 # what says a statement is one more of a kind than a stored one: "…is now also paid by
 # direct debit", "…the upstairs bathroom too" (not "too expensive"), "也换成了…"
 _ONE_MORE = re.compile(
-    r"(?<!^)\balso\b|\bas\s+well\b|\btoo\b(?=\s*(?:[.!;,)\u2014\u2013]|$))"
-    r"|\b(?:new|second|another)\s+(?:branch|site|location)\b"
+    rf"(?<!^)\balso\b|{_EN_TOO.pattern}|\b(?:new|second|another)\s+(?:branch|site|location)\b"
     "|也(?:" + "|".join(_ZH_ALSO_DID) + ")",
     re.I,
 )
@@ -1486,23 +1491,12 @@ def _framed_apart(old: str, new: str, *, strict: bool = True) -> bool:
         return True
     for pattern in (_TIME_FRAME, _ZH_SCOPE):
         a, b = (
-            {_FRAME_AS.get(m.group(), m.group().lower()) for m in pattern.finditer(t)}
+            {_SCOPE_AS.get(m.group(), m.group().lower()) for m in pattern.finditer(t)}
             for t in (stored, body)
         )
         if a != b and (strict or (a and b)):
             return True
     return False
-
-
-# one scope in other words: 家里 / 我们家, 单位 / 公司
-_FRAME_AS = {
-    "家里": "家",
-    "我们家": "家",
-    "家用": "家",
-    "单位": "工作",
-    "公司": "工作",
-    "办公室": "工作",
-}
 
 
 def conflicting_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
