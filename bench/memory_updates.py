@@ -168,7 +168,7 @@ def run(steps: list[Step], verbose: bool) -> dict[str, Any]:
                 chain = chains.setdefault(step.chain, Chain())
                 rows_before = store.stats()["total"]
                 before = _active_texts(store)
-                merged_with, nearest = None, None
+                merged_with, nearest, why = None, None, None
                 if step.forget:
                     target = _current_row(store, step, chain)
                     action = "forgotten" if target and store.forget(target) else "nothing to forget"
@@ -177,6 +177,7 @@ def run(steps: list[Step], verbose: bool) -> dict[str, Any]:
                     nearest = _nearest(store, step)
                     done = store.remember(step.text, kind=step.kind, subject=step.subject)
                     action = done.action
+                    why = done.decision.reason if done.decision else None
                     if done.previous is not None:
                         merged_with = done.previous.text
                     elif action == "restated":
@@ -191,6 +192,7 @@ def run(steps: list[Step], verbose: bool) -> dict[str, Any]:
                                 "chain": step.chain,
                                 "action": action,
                                 "linked_to": said_in.get(merged_with),
+                                "why": why,
                                 "text": merged_with,
                             }
                         )
@@ -221,6 +223,7 @@ def run(steps: list[Step], verbose: bool) -> dict[str, Any]:
                     "expected_action": step.expect_action,
                     "rows_added": rows_added,
                     "merged_with": merged_with,
+                    "why": why,
                     "nearest_same_kind": nearest,
                     "query": step.query,
                     "top": top,

@@ -37,6 +37,7 @@ from memory.db import Database, Migrations
 from memory.extraction import Slot, asked_subject, slot_of, usage_of
 from memory.index import HybridIndex, Vectors, Weights
 from memory.instructions import InstructionRefused, instruction_to_assistant
+from memory.pairjudge import Candidate, PairJudge
 from memory.reconcile import (
     RELATION_WORDS,
     Judgement,
@@ -55,6 +56,7 @@ from memory.reconcile import (
     reverted_to,
     same_value,
     speaker,
+    still_cue,
     subject_of,
     topic_words,
     two_clause_change,
@@ -271,9 +273,13 @@ class ConclusionStore:
         redactor: Redactor | None = None,
         weights: Weights | None = None,
         judge: Judge | None = None,
+        learned: bool = True,
     ) -> None:
+        """`learned`: the shipped pair judge (`memory.pairjudge`) links what the rules
+        leave unlinked; off, the rules alone decide offline."""
         self.database = database
         self.judge = judge
+        self.pair_judge = PairJudge.load() if learned else None
         self.redactor = redactor or Redactor()
         database.migrate(migrations)
         self.index = HybridIndex(database, "conclusions", "conclusions", vectors, weights)
@@ -733,7 +739,44 @@ class ConclusionStore:
         just_said = self._just_said(text, kind, similar)
         if just_said is not None:
             return just_said, "supersede", "corrects what was just said"
+        learned = self._learned(text, kind, keys, similar, by_id)
+        if learned is not None:
+            old, similarity, p = learned
+            # what the rules could not link they cannot type either: a link is an update
+            # (the old wording keeps lending recall its words) unless it says the stored
+            # values still hold and brings none of its own
+            fresh = values(text) - values(old.text, loose=True)
+            judged = near(old.text, text, similarity)
+            same = still_cue(text) or (judged is not None and judged[0] == "restatement")
+            verdict = "restate" if same and not fresh else "supersede"
+            return old, verdict, f"the learned pair judge ({p:.2f})"
         return None, None, "nothing stored about the same thing"
+
+    def _learned(
+        self,
+        text: str,
+        kind: str,
+        keys: set[str],
+        similar: list[tuple[str, float]],
+        by_id: dict[str, Conclusion],
+    ) -> tuple[Conclusion, float, float] | None:
+        """The one nearby row of the same kind the learned pair judge is sure `text` is
+        about (`memory.pairjudge`), never one about another subject, with its similarity
+        and the judge's probability."""
+        if self.pair_judge is None:
+            return None
+        rows = [
+            (old, sim)
+            for doc_id, sim in similar
+            if (old := by_id.get(doc_id)) is not None
+            and old.kind == kind
+            and not (keys and (old_keys := _keys(old.subject, old.text)) and not keys & old_keys)
+        ]
+        pick = self.pair_judge.pick(text, [Candidate(old.text, sim) for old, sim in rows])
+        if pick is None:
+            return None
+        i, p = pick
+        return rows[i][0], rows[i][1], p
 
     def clear(self) -> None:
         """Every conclusion gone: rows, full text and vectors (a store reused empty, as the

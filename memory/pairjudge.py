@@ -1,0 +1,319 @@
+"""A learned judge of two statements: is the new one about the stored one's fact? (issue 15)
+
+The rules of `memory.sameness` decide only on strong evidence; each of their signals alone
+is too weak or too strong, and people's wording outruns any list of shapes. This module
+turns a stored statement, a new one and their place among the new one's candidates into
+a few dozen numbers (the rules' own signals, similarity, shared words and values, who
+the statements are of) and weighs them with gradient-boosted trees trained offline on
+the scenario and pair files of `bench/` (`bench/train_pair_judge.py`, scikit-learn),
+whose trees ship as `pair_judge.json` next to this file and are walked here in plain
+Python: nothing is downloaded, nothing is trained at run time.
+
+The store asks it only after the rules found no row (a missed update leaves a stale
+row) and links only above a threshold chosen on files held out in training, by file,
+for almost no wrong links (a wrong link loses a fact).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from memory.reconcile import (
+    change_cue,
+    correction_cue,
+    mentions,
+    old_values,
+    owners,
+    restates_change,
+    still_cue,
+    topic_words,
+)
+from memory.sameness import (
+    _ONE_MORE,
+    _PLAN,
+    _framed_apart,
+    _kept_apart,
+    _kept_values,
+    _scopes,
+    another_count,
+    conflicting_change,
+    near,
+    near_conflict,
+    nearest_change,
+    others_also,
+    same_people,
+    someone_elses,
+    theirs,
+    topic,
+    values,
+    whose,
+)
+from memory.text import HAN
+
+WEIGHTS = Path(__file__).with_name("pair_judge.json")
+# below this passage similarity no pair of the training files was one fact (3 of 725):
+# such candidates are not weighed at all (each costs the rules' full reading)
+FLOOR = 0.80
+_HAS_HAN = re.compile(f"[{HAN}]")
+_HAN_RUN = re.compile(f"[{HAN}]+")
+_WORD = re.compile(r"[^\W_]+")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A stored statement the new one may be about, with its passage similarity."""
+
+    text: str
+    similarity: float
+
+
+def _bigrams(text: str) -> set[str]:
+    runs = _HAN_RUN.findall(unicodedata.normalize("NFKC", text))
+    return {run[i : i + 2] for run in runs for i in range(len(run) - 1)}
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(unicodedata.normalize("NFKC", text).lower()) if len(w) > 2}
+
+
+def _jaccard(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a | b else 0.0
+
+
+def _frame(text: str, vals: frozenset[str]) -> str:
+    """The statement without its values: what is said of them ("… costs £ a session")."""
+    body = unicodedata.normalize("NFKC", text)
+    for value in sorted(vals, key=len, reverse=True):
+        body = body.replace(value, " ")
+    return body
+
+
+def _clip(n: int, top: int) -> float:
+    return float(min(n, top)) / top
+
+
+@lru_cache(maxsize=4096)
+def _pair_features(old: str, new: str, similarity: float) -> tuple[float, ...]:
+    """What two statements share and what tells them apart, as the rules read it."""
+    judged = near(old, new, similarity)
+    verdict = judged[0] if judged else None
+    old_vals, new_vals = values(old, loose=True), values(new, loose=True)
+    gone = old_values(new)
+    a, b = owners(old), owners(new)
+    han = bool(_HAS_HAN.search(new))
+    old_topic, new_topic = topic(old), topic(new)
+    words_old = _bigrams(old) if han else _words(old)
+    words_new = _bigrams(new) if han else _words(new)
+    cut = _bigrams if han else _words
+    frame_old, frame_new = (
+        cut(_frame(old, old_vals | new_vals)),
+        cut(_frame(new, old_vals | new_vals)),
+    )
+    return (
+        float(han),
+        float(verdict == "update"),
+        float(verdict == "restatement"),
+        float(near_conflict(old, new, similarity)),
+        float(same_people(old, new, old_vals)),
+        float(someone_elses(old, new)),
+        float(theirs(old, new)),
+        float(others_also(old, new)),
+        float(_framed_apart(old, new, strict=False)),
+        float(_framed_apart(old, new)),
+        float(_kept_apart(old, new)),
+        _clip(len(old_topic & new_topic), 3),
+        _jaccard(old_topic, new_topic),
+        _clip(len(topic_words(old) & topic_words(new)), 3),
+        _clip(len(old_vals & new_vals), 2),
+        _clip(len(values(new) - old_vals), 3),
+        _clip(len(values(old) - new_vals), 3),
+        float(bool(gone) and any(mentions(old, v) for v in gone)),
+        float(bool(gone) and not any(mentions(old, v) for v in gone)),
+        float(a == b),
+        float(bool(b - a)),
+        float(bool(a - b)),
+        float(bool(whose(old))),
+        float(bool(whose(new))),
+        float(restates_change(old, new)),
+        _jaccard(words_old, words_new),
+        _jaccard(frame_old, frame_new),
+        len(frame_new - frame_old) / len(frame_new) if frame_new else 0.0,
+        float(another_count(old, new)),
+        _clip(len(_kept_values(old, new, times=True)), 2),
+        float(_scopes(old) != _scopes(new)),
+        float(bool(_ONE_MORE.search(unicodedata.normalize("NFKC", new)))),
+        math.log((len(new) + 10) / (len(old) + 10)),
+    )
+
+
+_PAIR_NAMES = (
+    "han",
+    "near_update",
+    "near_restate",
+    "near_conflict",
+    "same_people",
+    "someone_elses",
+    "theirs",
+    "others_also",
+    "framed_apart_loose",
+    "framed_apart_strict",
+    "kept_apart",
+    "topic_shared",
+    "topic_jaccard",
+    "topic_words_shared",
+    "values_shared",
+    "values_new",
+    "values_dropped",
+    "names_replaced_value",
+    "replaced_value_elsewhere",
+    "owners_equal",
+    "owners_new",
+    "owners_old",
+    "whose_old",
+    "whose_new",
+    "restates_change",
+    "word_jaccard",
+    "frame_jaccard",
+    "frame_new_share",
+    "another_count",
+    "values_kept",
+    "scopes_differ",
+    "one_more",
+    "length_ratio",
+)
+_TEXT_NAMES = ("change_cue", "correction_cue", "still_cue", "plan")
+_PLACE_NAMES = (
+    "similarity",
+    "similarity_han",
+    "gap",
+    "top",
+    "nearest_change_pick",
+    "conflicting_change_pick",
+)
+FEATURES = (*_PLACE_NAMES, *_TEXT_NAMES, *_PAIR_NAMES)
+
+
+@lru_cache(maxsize=1024)
+def _text_features(new: str) -> tuple[float, ...]:
+    return (
+        float(change_cue(new)),
+        float(correction_cue(new)),
+        float(still_cue(new)),
+        float(bool(_PLAN.search(unicodedata.normalize("NFKC", new)))),
+    )
+
+
+def features(new: str, candidates: Sequence[Candidate]) -> list[list[float] | None]:
+    """One row of `FEATURES` per candidate (best first): the pair's own signals, and its
+    place among the others (how much nearer than the next, the rules' single pick); None
+    for a candidate below `FLOOR`."""
+    pairs = [(c.text, c.similarity) for c in candidates]
+    nearest = nearest_change(new, pairs) if pairs else None
+    conflicting = conflicting_change(new, pairs) if pairs else None
+    best = max((c.similarity for c in candidates), default=0.0)
+    text = _text_features(new)
+    rows = []
+    for i, c in enumerate(candidates):
+        if c.similarity < FLOOR:
+            rows.append(None)
+            continue
+        others = [o.similarity for j, o in enumerate(candidates) if j != i]
+        gap = c.similarity - (max(others) if others else c.similarity - 0.1)
+        han = bool(_HAS_HAN.search(new))
+        place = (
+            (c.similarity - 0.85) * 10,
+            (c.similarity - 0.9) * 10 if han else 0.0,
+            max(-0.1, min(0.1, gap)) * 10,
+            float(c.similarity >= best),
+            float(nearest == i),
+            float(conflicting == i),
+        )
+        rows.append([*place, *text, *_pair_features(c.text, new, round(c.similarity, 4))])
+    return rows
+
+
+@dataclass(frozen=True)
+class Tree:
+    """One regression tree of the ensemble, as parallel arrays (sklearn's layout): node
+    `n` splits on `feature[n] <= threshold[n]` into `left[n]` / `right[n]`, or is a leaf
+    (`left[n] == -1`) worth `value[n]`."""
+
+    feature: tuple[int, ...]
+    threshold: tuple[float, ...]
+    left: tuple[int, ...]
+    right: tuple[int, ...]
+    value: tuple[float, ...]
+
+    def __call__(self, row: Sequence[float]) -> float:
+        n = 0
+        while self.left[n] != -1:
+            n = self.left[n] if row[self.feature[n]] <= self.threshold[n] else self.right[n]
+        return self.value[n]
+
+
+@dataclass(frozen=True)
+class PairJudge:
+    """Gradient-boosted trees over `FEATURES` (log-odds: `base` plus `rate` times each
+    tree's leaf) and what a link needs: the best candidate at `threshold` or more, and
+    `margin` ahead of the next."""
+
+    trees: tuple[Tree, ...]
+    base: float
+    rate: float
+    threshold: float
+    margin: float
+
+    @classmethod
+    def load(cls, path: Path = WEIGHTS) -> PairJudge | None:
+        """The shipped judge, or None when its file is missing, unreadable or made for
+        other features (the rules then decide alone)."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if tuple(data["features"]) != FEATURES:
+                return None
+            trees = tuple(
+                Tree(
+                    tuple(t["feature"]),
+                    tuple(t["threshold"]),
+                    tuple(t["left"]),
+                    tuple(t["right"]),
+                    tuple(t["value"]),
+                )
+                for t in data["trees"]
+            )
+            return cls(
+                trees,
+                float(data["base"]),
+                float(data["rate"]),
+                float(data["threshold"]),
+                float(data["margin"]),
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def probability(self, row: Sequence[float]) -> float:
+        logit = self.base + self.rate * sum(tree(row) for tree in self.trees)
+        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, logit))))
+
+    def scores(self, new: str, candidates: Sequence[Candidate]) -> list[float]:
+        """The probability, for each candidate, that `new` is about its fact (0 below
+        `FLOOR`)."""
+        return [0.0 if row is None else self.probability(row) for row in features(new, candidates)]
+
+    def pick(self, new: str, candidates: Sequence[Candidate]) -> tuple[int, float] | None:
+        """The one candidate `new` is about, with its probability: the best, when it
+        reaches the threshold and no other comes within `margin` of it."""
+        if not any(c.similarity >= FLOOR for c in candidates):
+            return None
+        scored = sorted(enumerate(self.scores(new, candidates)), key=lambda p: -p[1])
+        i, p = scored[0]
+        if p < self.threshold or (len(scored) > 1 and p - scored[1][1] < self.margin):
+            return None
+        return i, p

