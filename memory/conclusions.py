@@ -56,7 +56,6 @@ from memory.reconcile import (
     reverted_to,
     same_value,
     speaker,
-    still_cue,
     subject_of,
     topic_words,
     two_clause_change,
@@ -741,15 +740,12 @@ class ConclusionStore:
             return just_said, "supersede", "corrects what was just said"
         learned = self._learned(text, kind, keys, similar, by_id)
         if learned is not None:
-            old, similarity, p = learned
-            # what the rules could not link they cannot type either: a link is an update
-            # (the old wording keeps lending recall its words) unless it says the stored
-            # values still hold and brings none of its own
-            fresh = values(text) - values(old.text, loose=True)
-            judged = near(old.text, text, similarity)
-            same = still_cue(text) or (judged is not None and judged[0] == "restatement")
-            verdict = "restate" if same and not fresh else "supersede"
-            return old, verdict, f"the learned pair judge ({p:.2f})"
+            old, p = learned
+            # stored as the thing's newest wording, also when it says the value again:
+            # the wording the rules could not link is the one recall missed, and the
+            # replaced row keeps lending it its words (a restatement merged into the old
+            # row lost its first place: docs/BENCHMARKS.md, issue 15 session 16)
+            return old, "supersede", f"the learned pair judge ({p:.2f})"
         return None, None, "nothing stored about the same thing"
 
     def _learned(
@@ -759,10 +755,10 @@ class ConclusionStore:
         keys: set[str],
         similar: list[tuple[str, float]],
         by_id: dict[str, Conclusion],
-    ) -> tuple[Conclusion, float, float] | None:
+    ) -> tuple[Conclusion, float] | None:
         """The one nearby row of the same kind the learned pair judge is sure `text` is
-        about (`memory.pairjudge`), never one about another subject, with its similarity
-        and the judge's probability."""
+        about (`memory.pairjudge`), never one about another subject, with the judge's
+        probability."""
         if self.pair_judge is None:
             return None
         rows = [
@@ -776,7 +772,7 @@ class ConclusionStore:
         if pick is None:
             return None
         i, p = pick
-        return rows[i][0], rows[i][1], p
+        return rows[i][0], p
 
     def clear(self) -> None:
         """Every conclusion gone: rows, full text and vectors (a store reused empty, as the

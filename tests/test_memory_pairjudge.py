@@ -74,3 +74,32 @@ def rules_only(store: ConclusionStore) -> Iterator[ConclusionStore]:
     judge, store.pair_judge = store.pair_judge, None
     yield store
     store.pair_judge = judge
+
+
+def test_the_judge_links_an_update_the_rules_leave_unlinked(
+    store: ConclusionStore, rules_only: ConclusionStore
+) -> None:
+    first = "My allotment plot is number 14 at Cherry Lane."
+    change = "They gave me plot 22 at Cherry Lane after the hedge came down on 14."
+    rules_only.remember(first)
+    assert rules_only.remember(change).action == "created"  # the rules see no change
+    rules_only.clear()
+
+    judge = PairJudge.load()
+    assert judge is not None
+    store.pair_judge = judge
+    old = store.remember(first).conclusion
+    done = store.remember(change)
+    assert done.action == "superseded"
+    assert done.previous is not None and done.previous.id == old.id
+    assert done.decision is not None and "learned pair judge" in done.decision.reason
+    assert [row.text for row in store.recall("Which allotment plot is mine?", 5)][:1] == [change]
+    assert [row.text for row in store.chain(done.conclusion.id)] == [first, change]
+
+
+def test_the_judge_leaves_a_look_alike_of_someone_else_apart(store: ConclusionStore) -> None:
+    assert store.pair_judge is not None
+    store.remember("My sister's allotment plot is number 9 at Cherry Lane.")
+    done = store.remember("My plot at Cherry Lane is number 14.")
+    assert done.action == "created"
+    assert len(store.list()) == 2
