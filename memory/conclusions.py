@@ -773,6 +773,8 @@ class ConclusionStore:
         old_keys = _keys(rows[i].subject, rows[i].text)
         if keys and old_keys and not keys & old_keys:
             return None  # sure of a row about another subject: nothing to link
+        if _numbered_apart(rows[i].text, text):
+            return None  # invoice #25129 is not invoice #50080 (bench/memory_scale.py, 1k)
         return rows[i], p
 
     def clear(self) -> None:
@@ -1291,6 +1293,16 @@ _ARTICLES = frozenset(["a", "an", "the"])
 # Chinese marks of a change before the new value: 改用, 换成, 已改
 _CHANGE_MARKS = frozenset(["改", "换", "变", "已", "再", "也"])
 _STOP = STOP_WORDS | {"s"}
+
+
+_NUMBERED = re.compile(r"(?<![\w#])(?:#|№|No\.\s?)\s?(\d[\d-]*)")
+
+
+def _numbered_apart(old: str, new: str) -> bool:
+    """Do both statements give a thing's number (#25129, No. 7, №12) and share none? Then
+    they are two invoices, orders or tickets of one kind, whatever else they share."""
+    a, b = set(_NUMBERED.findall(old)), set(_NUMBERED.findall(new))
+    return bool(a and b and not a & b)
 
 
 def _tokens(text: str) -> list[str]:
