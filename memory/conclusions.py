@@ -67,6 +67,7 @@ from memory.sameness import (
     about_speaker,
     as_persons,
     conflicting_change,
+    kept_apart,
     named_relations,
     near,
     near_conflict,
@@ -74,6 +75,7 @@ from memory.sameness import (
     restates,
     same_people,
     says_again,
+    theirs,
     topic,
     values,
     whose,
@@ -773,8 +775,13 @@ class ConclusionStore:
         old_keys = _keys(rows[i].subject, rows[i].text)
         if keys and old_keys and not keys & old_keys:
             return None  # sure of a row about another subject: nothing to link
-        if _numbered_apart(rows[i].text, text):
-            return None  # invoice #25129 is not invoice #50080 (bench/memory_scale.py, 1k)
+        old = rows[i].text
+        # what the rules hold two facts apart for, the trees only weigh; at scale they
+        # merged 罗兰 / 宋军 "在…的京东当设计师" and two invoices (bench/memory_scale.py)
+        if not same_people(old, text, values(old, loose=True)) or theirs(old, text):
+            return None
+        if kept_apart(old, text) or _numbered_apart(old, text):
+            return None
         return rows[i], p
 
     def clear(self) -> None:

@@ -1443,7 +1443,7 @@ def near_conflict(old: str, new: str, similarity: float) -> bool:
     it is about (沈老师 of "…带课的是沈老师" / "沈老师回福建老家了…", not 老陈 of "老陈的
     降压药…" / "…老陈跟他那帮钓友…")."""
     latin = not _HAS_HAN.search(old + new)
-    if similarity < (NEAR_CONFLICT_LATIN if latin else NEAR_CONFLICT) or _kept_apart(old, new):
+    if similarity < (NEAR_CONFLICT_LATIN if latin else NEAR_CONFLICT) or kept_apart(old, new):
         return False
     if _another_named(old, new):
         return False  # the budget meeting with Luisa Hoffmann, not the one with Hanna
@@ -1538,7 +1538,7 @@ def _written_again(new: str, stored: frozenset[str] | set[str]) -> frozenset[str
     return values(new, loose=True) | {v for v in stored if _HAS_HAN.search(v) and v in body}
 
 
-def _kept_apart(old: str, new: str) -> bool:
+def kept_apart(old: str, new: str) -> bool:
     """What keeps two statements two facts whatever their similarity: other people, a
     fact of someone else's the new one does not name, another one of the kind, another
     context."""
@@ -1572,7 +1572,7 @@ def says_again(stored: str, other: str, similarity: float) -> bool:
     ("Our water bill … comes from United Utilities" / "Paid the water bill today. United
     Utilities again")? Near, by the same people, naming one of its values that is no time
     nor whom it is about, and no other one of the kind: what a forget takes with it."""
-    if similarity < NEAR_UPDATE or _kept_apart(stored, other) or someone_elses(other, stored):
+    if similarity < NEAR_UPDATE or kept_apart(stored, other) or someone_elses(other, stored):
         return False
     shared = _overlap(topic(stored), topic(other))[0]
     named = _kept_values(stored, other)
