@@ -133,6 +133,12 @@ class MemorySettings(CompressionSettings, _Section):
     chroma_ssl: bool = False
     fts_weight: float = Field(1.0, ge=0)
     vector_weight: float = Field(1.0, ge=0)
+    learned_judge: bool = Field(
+        False,
+        description="Let the learned pair judge (memory/pairjudge.py) link what the offline "
+        "rules leave unlinked. Off: on blind scenarios it removed about a quarter of the stale "
+        "rows, but at 10k rows it merged look-alikes (docs/BENCHMARKS.md, issue 15).",
+    )
     unsaved_ms: float = Field(
         50.0,
         ge=0,

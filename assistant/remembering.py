@@ -364,6 +364,7 @@ class MemoryService:
             redactor=redactor,
             weights=Weights(fts=memory.fts_weight, vector=memory.vector_weight),
             judge=None if offline else self.judge,
+            learned=memory.learned_judge,
         )
         self.compressor = SessionCompressor(
             database,

@@ -57,12 +57,14 @@ def load_pairs(path: Path) -> list[Pair]:
     return pairs
 
 
-def run(pairs: list[Pair]) -> dict[str, Any]:
+def run(pairs: list[Pair], learned: bool = False) -> dict[str, Any]:
     """Every pair on one emptied store; the counts and the misses."""
     began = time.perf_counter()
     false_merges, missed, recognised = [], [], 0
     with tempfile.TemporaryDirectory() as home:
-        assistant = Assistant(load_settings({"ASSISTANT_HOME": home}))
+        settings = load_settings({"ASSISTANT_HOME": home})
+        settings.memory.learned_judge = learned
+        assistant = Assistant(settings)
         try:
             assert assistant.memory is not None
             store = assistant.memory.store
@@ -100,6 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--pairs", action="append", type=Path, help="a pair file (repeatable; default: all)"
     )
     parser.add_argument("--json", action="store_true", help="last line: one JSON object")
+    parser.add_argument(
+        "--learned", action="store_true", help="with the learned pair judge (memory.learned_judge)"
+    )
     args = parser.parse_args(argv)
     files = args.pairs or sorted(PAIRS.glob("*.yaml"))
     results = {}
@@ -109,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (OSError, ValueError, yaml.YAMLError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        result = run(pairs)
+        result = run(pairs, args.learned)
         results[path.name] = result
         print(
             f"{path.name}: false merges {result['false_merges']}/{result['separate']}, "

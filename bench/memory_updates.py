@@ -151,7 +151,7 @@ def stale(store: ConclusionStore, chains: dict[str, Chain]) -> list[str]:
     return found
 
 
-def run(steps: list[Step], verbose: bool) -> dict[str, Any]:
+def run(steps: list[Step], verbose: bool, learned: bool = False) -> dict[str, Any]:
     chains: dict[str, Chain] = {}
     said_in: dict[str, str] = {}  # a stored text -> the chain that said it
     wrong_links: list[dict[str, Any]] = []
@@ -160,7 +160,9 @@ def run(steps: list[Step], verbose: bool) -> dict[str, Any]:
     steps_out = []
     dup_steps = 0
     with tempfile.TemporaryDirectory(prefix="memory-updates-") as home:
-        assistant = Assistant(load_settings({"ASSISTANT_HOME": home}))
+        settings = load_settings({"ASSISTANT_HOME": home})
+        settings.memory.learned_judge = learned
+        assistant = Assistant(settings)
         try:
             assert assistant.memory is not None
             store = assistant.memory.store
@@ -375,6 +377,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="a scenario YAML file (repeatable; default: every file in bench/scenarios/)",
     )
     parser.add_argument("--json", action="store_true", help="last line: one JSON object")
+    parser.add_argument(
+        "--learned", action="store_true", help="with the learned pair judge (memory.learned_judge)"
+    )
     parser.add_argument("--verbose", action="store_true", help="every step on stderr")
     args = parser.parse_args(argv)
     files = args.scenario or sorted(SCENARIOS.glob("*.yaml"))
@@ -386,7 +391,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = {}
     for path, name, steps in scenarios:
         started = time.perf_counter()
-        result = run(steps, args.verbose)
+        result = run(steps, args.verbose, args.learned)
         elapsed = time.perf_counter() - started
         print_report(name, result, elapsed)
         print()

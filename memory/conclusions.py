@@ -274,10 +274,11 @@ class ConclusionStore:
         redactor: Redactor | None = None,
         weights: Weights | None = None,
         judge: Judge | None = None,
-        learned: bool = True,
+        learned: bool = False,
     ) -> None:
         """`learned`: the shipped pair judge (`memory.pairjudge`) links what the rules
-        leave unlinked; off, the rules alone decide offline."""
+        leave unlinked (opt-in: `memory.learned_judge`); off, the rules alone decide
+        offline."""
         self.database = database
         self.judge = judge
         self.pair_judge = PairJudge.load() if learned else None

@@ -9,9 +9,11 @@ the scenario and pair files of `bench/` (`bench/train_pair_judge.py`, scikit-lea
 whose trees ship as `pair_judge.json` next to this file and are walked here in plain
 Python: nothing is downloaded, nothing is trained at run time.
 
-The store asks it only after the rules found no row (a missed update leaves a stale
-row) and links only above a threshold chosen on files held out in training, by file,
-for almost no wrong links (a wrong link loses a fact).
+The store asks it, when `memory.learned_judge` is on, only after the rules found no row
+(a missed update leaves a stale row), and links only above a threshold chosen on files
+held out in training, by file, for almost no wrong links (a wrong link loses a fact). It
+is off by default: at 10k stored rows it still merged templated look-alikes that the
+rules keep apart (docs/BENCHMARKS.md, issue 15 session 16).
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from assistant.app import Assistant
+from assistant.config import load_settings
 from memory.conclusions import ConclusionStore
 from memory.pairjudge import FEATURES, FLOOR, WEIGHTS, Candidate, PairJudge, Tree, features
 
@@ -72,9 +74,26 @@ def test_candidates_below_the_floor_are_not_read() -> None:
 
 @pytest.fixture
 def rules_only(store: ConclusionStore) -> Iterator[ConclusionStore]:
-    judge, store.pair_judge = store.pair_judge, None
+    """The module's store as the default settings make it: the rules alone (the judge is
+    opt-in, `memory.learned_judge`); whatever a test switches on is switched off after."""
+    store.pair_judge = None
     yield store
-    store.pair_judge = judge
+    store.pair_judge = None
+
+
+def test_the_judge_is_opt_in(tmp_path: Path) -> None:
+    settings = load_settings({"ASSISTANT_HOME": str(tmp_path / "off")})
+    assert settings.memory.learned_judge is False
+    off = Assistant(settings)
+    settings = load_settings({"ASSISTANT_HOME": str(tmp_path / "on")})
+    settings.memory.learned_judge = True
+    on = Assistant(settings)
+    try:
+        assert off.memory is not None and off.memory.store.pair_judge is None
+        assert on.memory is not None and on.memory.store.pair_judge is not None
+    finally:
+        off.close()
+        on.close()
 
 
 def test_the_judge_links_an_update_the_rules_leave_unlinked(
@@ -98,7 +117,9 @@ def test_the_judge_links_an_update_the_rules_leave_unlinked(
     assert [row.text for row in store.chain(done.conclusion.id)] == [first, change]
 
 
-def test_the_judge_leaves_a_look_alike_of_someone_else_apart(store: ConclusionStore) -> None:
+def test_the_judge_leaves_a_look_alike_of_someone_else_apart(rules_only: ConclusionStore) -> None:
+    store = rules_only
+    store.pair_judge = PairJudge.load()
     assert store.pair_judge is not None
     store.remember("My sister's allotment plot is number 9 at Cherry Lane.")
     done = store.remember("My plot at Cherry Lane is number 14.")
