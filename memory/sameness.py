@@ -407,6 +407,14 @@ _ZH_OTHERS_NEW = re.compile(
 )
 
 
+# words that open a sentence in capitals without being a name ("My Tuesday pottery class")
+_NOT_A_NAME = WEEKDAYS | frozenset(
+    """my our your his her their the this that these those a an i we it there here on in at
+    every each last next every january february march april may june july august september
+    october november december""".split()  # noqa: SIM905
+)
+
+
 def someone_elses(old: str, new: str) -> bool:
     """Is the stored statement a fact of someone outside the speaker's household (a
     colleague's, a cousin's son's, another team's) or one more of a kind (另一家外包, "as
@@ -415,6 +423,15 @@ def someone_elses(old: str, new: str) -> bool:
     "…so it's Friday nights for me now"."""
     body = unicodedata.normalize("NFKC", new).lower()
     others = {p for p in _people(old) if p.lower() not in _HOUSEHOLD}
+    # a full name opening the stored one: "Ah Keung from the ops team plays in the same
+    # league, but his side just switched…" is his, named by any word of his name
+    named = lead.group("name") if (lead := _LEADING_NAME.match(old.strip())) else None
+    if (
+        named
+        and not _NOT_A_NAME & set(named.lower().split())
+        and not any(len(w) > 2 and w in body for w in named.lower().split())
+    ):
+        others.add(named)
     if others and not any(p.lower() in body for p in others):
         # unless it speaks of them as "he"/"她", or names what the stored one holds
         # ("My mum's pottery class costs £12" / "The pottery class went up from £12")
