@@ -139,6 +139,12 @@ class MemorySettings(CompressionSettings, _Section):
         "rules leave unlinked. Off: on blind scenarios it removed about a quarter of the stale "
         "rows, but at 10k rows it merged look-alikes (docs/BENCHMARKS.md, issue 15).",
     )
+    order_judge: bool = Field(
+        True,
+        description="Let the learned order judge (memory/orderjudge.py) put a newer recalled "
+        "row first when it answers in place of the top one (a missed update). It only "
+        "reorders what recall found; off: recall's rules alone order.",
+    )
     unsaved_ms: float = Field(
         50.0,
         ge=0,

@@ -365,6 +365,7 @@ class MemoryService:
             weights=Weights(fts=memory.fts_weight, vector=memory.vector_weight),
             judge=None if offline else self.judge,
             learned=memory.learned_judge,
+            reorder=memory.order_judge,
         )
         self.compressor = SessionCompressor(
             database,

@@ -567,6 +567,7 @@ def measure_size(
     n_queries: int,
     log: Callable[[str], None],
     learned: bool = False,
+    reorder: bool = True,
 ) -> dict[str, Any]:
     result: dict[str, Any] = {"rows": n}
     with tempfile.TemporaryDirectory(prefix="memory-scale-") as home:
@@ -574,7 +575,7 @@ def measure_size(
         client = open_chroma(Path(home) / "chroma")
         try:
             vectors = VectorStore(client, "conclusions", backend)
-            store = ConclusionStore(database, vectors, learned=learned)
+            store = ConclusionStore(database, vectors, learned=learned, reorder=reorder)
             ids = [f"c_{i:016x}" for i in range(n)]
             now = time.time() - 86400
 
@@ -738,6 +739,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--learned", action="store_true", help="with the learned pair judge (issue 15)"
     )
+    parser.add_argument(
+        "--no-order-judge",
+        action="store_true",
+        help="recall without the learned order judge (on in the product: memory.order_judge)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if args.threads:
@@ -766,7 +772,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = {}
     for n in sizes:
         results[n] = measure_size(
-            n, rows, new_rows, backend, args.queries, log, learned=args.learned
+            n,
+            rows,
+            new_rows,
+            backend,
+            args.queries,
+            log,
+            learned=args.learned,
+            reorder=not args.no_order_judge,
         )
     report = {
         "machine": {**before, "loadavg_end": [round(x, 2) for x in os.getloadavg()]},

@@ -211,6 +211,11 @@ def run(steps: list[Step], verbose: bool, learned: bool = False) -> dict[str, An
                     )
                 else:
                     ok = top is not None and step.value in top
+                # where the current value came, when not first (None: not in the top 5)
+                rank = next(
+                    (i for i, hit in enumerate(hits, 1) if step.value and step.value in hit.text),
+                    None,
+                )
                 dups = duplicates(store)
                 stale_rows = stale(store, chains)
                 first += ok
@@ -230,6 +235,22 @@ def run(steps: list[Step], verbose: bool, learned: bool = False) -> dict[str, An
                     "query": step.query,
                     "top": top,
                     "ok": ok,
+                    "current_rank": rank,
+                    "top_scores": [round(hit.score or 0.0, 4) for hit in hits],
+                    # the ranked hits, each with the chain that said it: what a change to
+                    # recall's order would have done is read off these without a rerun
+                    "hits": [
+                        {
+                            "id": hit.id,
+                            "text": hit.text,
+                            "chain": said_in.get(" ".join(hit.text.split())),
+                            "score": round(hit.score or 0.0, 4),
+                            "similarity": hit.similarity,
+                            "valid_from": hit.valid_from,
+                            "kind": hit.kind,
+                        }
+                        for hit in hits
+                    ],
                     "duplicates": dups,
                     "stale": stale_rows,
                 }
@@ -256,6 +277,7 @@ def run(steps: list[Step], verbose: bool, learned: bool = False) -> dict[str, An
         "final_sweep": final_checks,
         "rows": stats,
         "failures": failures,
+        "records": steps_out,
         "actions": dict(Counter(record["action"] for record in steps_out)),
         "expected_actions": dict(Counter(step.expect_action for step in steps)),
     }

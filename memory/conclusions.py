@@ -37,6 +37,7 @@ from memory.db import Database, Migrations
 from memory.extraction import Slot, asked_subject, slot_of, usage_of
 from memory.index import HybridIndex, Vectors, Weights
 from memory.instructions import InstructionRefused, instruction_to_assistant
+from memory.orderjudge import OrderJudge, Recalled
 from memory.pairjudge import Candidate, PairJudge
 from memory.reconcile import (
     RELATION_WORDS,
@@ -274,13 +275,16 @@ class ConclusionStore:
         weights: Weights | None = None,
         judge: Judge | None = None,
         learned: bool = False,
+        reorder: bool = False,
     ) -> None:
         """`learned`: the shipped pair judge (`memory.pairjudge`) links what the rules
         leave unlinked (opt-in: `memory.learned_judge`); off, the rules alone decide
-        offline."""
+        offline. `reorder`: the shipped order judge (`memory.orderjudge`) may put a newer
+        recalled row first (`memory.order_judge`, on in the daemon)."""
         self.database = database
         self.judge = judge
         self.pair_judge = PairJudge.load() if learned else None
+        self.order_judge = OrderJudge.load() if reorder else None
         self.redactor = redactor or Redactor()
         database.migrate(migrations)
         self.index = HybridIndex(database, "conclusions", "conclusions", vectors, weights)
@@ -419,7 +423,37 @@ class ConclusionStore:
         current = [row.id for row in found if row.status == "active"]
         mutual = self.index.mutual(current) if len(current) > 1 else {}
         ours = self._speakers_chains(found)
-        return _ordered(_speaker_first(found, query, reach, ours), asked, mutual)[:k]
+        ordered = _ordered(_speaker_first(found, query, reach, ours), asked, mutual)[:k]
+        return self._reordered(query, ordered, mutual) if inherit else ordered
+
+    def _reordered(
+        self, query: str, found: list[Conclusion], mutual: dict[tuple[str, str], float]
+    ) -> list[Conclusion]:
+        """Recall's list with the newer row the order judge says answers in place of the
+        top one (a missed update) moved first; the top row then names it in
+        `conflicts_with`. Only the current values are weighed: never a history list."""
+        if self.order_judge is None or len(found) < 2:
+            return found
+        top = found[0]
+        newer = [
+            i
+            for i, row in enumerate(found[1:], 1)
+            if row.valid_from > top.valid_from
+            and row.kind == top.kind
+            and (top.id, row.id) in mutual
+        ]
+        if not newer:
+            return found
+        hits = [Recalled(row.text, row.score or 0.0, row.similarity) for row in found]
+        pick = self.order_judge.first(
+            query, hits, newer, [mutual[(top.id, found[i].id)] for i in newer]
+        )
+        if pick is None:
+            return found
+        first = found[pick[0]]
+        if top.conflicts_with is None:
+            top.conflicts_with = first.id
+        return [first, *(row for row in found if row.id != first.id)]
 
     def _speakers_chains(self, found: list[Conclusion]) -> set[str]:
         """The current rows worded as someone else's whose chain began as the speaker's:
@@ -809,7 +843,12 @@ class ConclusionStore:
         last = next((Conclusion.from_row(row) for row in rows), None)
         if last is None or last.kind != kind or time.time() - last.updated_at > JUST_SAID:
             return None
-        if not any(doc_id == last.id and sim >= NEAR_JUST_SAID for doc_id, sim in similar):
+        # asked directly: in another language the row just said is often not among the
+        # nearest ("The SMS contract runs out on 30 Sept" / "合同其实是 10月31号 到期")
+        near = dict(similar).get(last.id)
+        if near is None:
+            near = self.index.similarity(text, [last.id]).get(last.id, 0.0)
+        if near < NEAR_JUST_SAID:
             return None
         fresh = values(text) - values(last.text, loose=True)
         others = owners(text) - owners(last.text)

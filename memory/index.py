@@ -470,6 +470,10 @@ class HybridIndex:
         sims = self.vectors.similarity(text, extra) if extra else {}
         return sorted([*found, *sims.items()], key=lambda pair: -pair[1])
 
+    def similarity(self, text: str, ids: Sequence[str]) -> dict[str, float]:
+        """Passage similarity of `text` to the stored rows `ids` (none without vectors)."""
+        return self.vectors.similarity(text, ids) if self.vectors is not None else {}
+
     def mutual(self, ids: Sequence[str]) -> dict[tuple[str, str], float]:
         """Passage similarity of every two stored rows of `ids` (none without vectors)."""
         return self.vectors.mutual(ids) if self.vectors is not None else {}

@@ -102,7 +102,7 @@ def _clip(n: int, top: int) -> float:
 
 
 @lru_cache(maxsize=4096)
-def _pair_features(old: str, new: str, similarity: float) -> tuple[float, ...]:
+def pair_features(old: str, new: str, similarity: float) -> tuple[float, ...]:
     """What two statements share and what tells them apart, as the rules read it."""
     judged = near(old, new, similarity)
     verdict = judged[0] if judged else None
@@ -155,7 +155,7 @@ def _pair_features(old: str, new: str, similarity: float) -> tuple[float, ...]:
     )
 
 
-_PAIR_NAMES = (
+PAIR_NAMES = (
     "han",
     "near_update",
     "near_restate",
@@ -190,7 +190,7 @@ _PAIR_NAMES = (
     "one_more",
     "length_ratio",
 )
-_TEXT_NAMES = ("change_cue", "correction_cue", "still_cue", "plan")
+TEXT_NAMES = ("change_cue", "correction_cue", "still_cue", "plan")
 _PLACE_NAMES = (
     "similarity",
     "similarity_han",
@@ -199,11 +199,11 @@ _PLACE_NAMES = (
     "nearest_change_pick",
     "conflicting_change_pick",
 )
-FEATURES = (*_PLACE_NAMES, *_TEXT_NAMES, *_PAIR_NAMES)
+FEATURES = (*_PLACE_NAMES, *TEXT_NAMES, *PAIR_NAMES)
 
 
 @lru_cache(maxsize=1024)
-def _text_features(new: str) -> tuple[float, ...]:
+def text_features(new: str) -> tuple[float, ...]:
     return (
         float(change_cue(new)),
         float(correction_cue(new)),
@@ -220,7 +220,7 @@ def features(new: str, candidates: Sequence[Candidate]) -> list[list[float] | No
     nearest = nearest_change(new, pairs) if pairs else None
     conflicting = conflicting_change(new, pairs) if pairs else None
     best = max((c.similarity for c in candidates), default=0.0)
-    text = _text_features(new)
+    text = text_features(new)
     rows = []
     for i, c in enumerate(candidates):
         if c.similarity < FLOOR:
@@ -237,7 +237,7 @@ def features(new: str, candidates: Sequence[Candidate]) -> list[list[float] | No
             float(nearest == i),
             float(conflicting == i),
         )
-        rows.append([*place, *text, *_pair_features(c.text, new, round(c.similarity, 4))])
+        rows.append([*place, *text, *pair_features(c.text, new, round(c.similarity, 4))])
     return rows
 
 
@@ -252,6 +252,17 @@ class Tree:
     left: tuple[int, ...]
     right: tuple[int, ...]
     value: tuple[float, ...]
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Tree:
+        """A tree as `bench/train_pair_judge.py` writes it."""
+        return cls(
+            tuple(data["feature"]),
+            tuple(data["threshold"]),
+            tuple(data["left"]),
+            tuple(data["right"]),
+            tuple(data["value"]),
+        )
 
     def __call__(self, row: Sequence[float]) -> float:
         n = 0
@@ -280,16 +291,7 @@ class PairJudge:
             data = json.loads(path.read_text(encoding="utf-8"))
             if tuple(data["features"]) != FEATURES:
                 return None
-            trees = tuple(
-                Tree(
-                    tuple(t["feature"]),
-                    tuple(t["threshold"]),
-                    tuple(t["left"]),
-                    tuple(t["right"]),
-                    tuple(t["value"]),
-                )
-                for t in data["trees"]
-            )
+            trees = tuple(Tree.from_dict(t) for t in data["trees"])
             return cls(
                 trees,
                 float(data["base"]),

@@ -91,7 +91,13 @@ def still_cue(text: str) -> bool:
 _CORRECTION = re.compile(
     r"\b(?:got\s+(?:it|that|this)\s+wrong|I\s+meant|correction|mixed\s+(?:it|them|those)\s+up"
     r"|misspoke|my\s+mistake|my\s+bad|scratch\s+that|not\s+(?:the\s+\w+\s+)?(?:what\s+)?I\s+"
-    r"(?:said|told\s+you))\b|说错|记错|搞错|弄错|更正|纠正|口误|刚才说的不对",
+    r"(?:said|told\s+you)|I\s+was\s+wrong|(?:that|this)\s+(?:was|is)\s+wrong|I\s+misread"
+    r"|misremembered|(?:I|I've|I'd)\s+(?:got\s+)?(?:confused|muddled)|typo|strike\s+that"
+    r"|ignore\s+(?:that|what\s+I\s+(?:said|wrote))|wrong\s+(?:day|date|time|name|number|one))\b"
+    # a sentence that opens by taking back what was said: "Actually, it's …", "Wait — …"
+    r"|(?:^|[.!?]\s+)(?:(?:oh|oops|hmm|no|ah)[,\s]+)?(?:actually|wait|sorry|oops|hold\s+on)\b"
+    r"|说错|记错|搞错|弄错|更正|纠正|口误|刚才说的不对|记岔|说岔|看错|看岔|写错|听错|记混"
+    r"|打错|不对不对|[哦噢啊呃诶欸]?不对[，,]|[等稍]一?下[，,]|作废",
     re.IGNORECASE,
 )
 

