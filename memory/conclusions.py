@@ -430,30 +430,34 @@ class ConclusionStore:
         self, query: str, found: list[Conclusion], mutual: dict[tuple[str, str], float]
     ) -> list[Conclusion]:
         """Recall's list with the newer row the order judge says answers in place of the
-        top one (a missed update) moved first; the top row then names it in
-        `conflicts_with`. Only the current values are weighed: never a history list."""
-        if self.order_judge is None or len(found) < 2:
+        top one (a missed update) moved first, and again for the new top row (a thing
+        whose last two updates were both missed); each row moved below names the one
+        above it in `conflicts_with`. Only the current values are weighed: never a
+        history list. Each pass moves a strictly newer row up, so it ends."""
+        if self.order_judge is None:
             return found
-        top = found[0]
-        newer = [
-            i
-            for i, row in enumerate(found[1:], 1)
-            if row.valid_from > top.valid_from
-            and row.kind == top.kind
-            and (top.id, row.id) in mutual
-        ]
-        if not newer:
-            return found
-        hits = [Recalled(row.text, row.score or 0.0, row.similarity) for row in found]
-        pick = self.order_judge.first(
-            query, hits, newer, [mutual[(top.id, found[i].id)] for i in newer]
-        )
-        if pick is None:
-            return found
-        first = found[pick[0]]
-        if top.conflicts_with is None:
-            top.conflicts_with = first.id
-        return [first, *(row for row in found if row.id != first.id)]
+        while len(found) > 1:
+            top = found[0]
+            newer = [
+                i
+                for i, row in enumerate(found[1:], 1)
+                if row.valid_from > top.valid_from
+                and row.kind == top.kind
+                and (top.id, row.id) in mutual
+            ]
+            if not newer:
+                break
+            hits = [Recalled(row.text, row.score or 0.0, row.similarity) for row in found]
+            pick = self.order_judge.first(
+                query, hits, newer, [mutual[(top.id, found[i].id)] for i in newer]
+            )
+            if pick is None:
+                break
+            first = found[pick[0]]
+            if top.conflicts_with is None:
+                top.conflicts_with = first.id
+            found = [first, *(row for row in found if row.id != first.id)]
+        return found
 
     def _speakers_chains(self, found: list[Conclusion]) -> set[str]:
         """The current rows worded as someone else's whose chain began as the speaker's:

@@ -160,7 +160,8 @@ def test_the_training_cases_label_which_of_two_rows_holds_the_current_value(
 ) -> None:
     """bench/train_order_judge.py reads a memory_updates report: the top hit against each
     newer hit of the same kind is positive when only the newer holds the step's value,
-    negative when only the top does, unlabelled otherwise; older rows and other kinds are no case."""
+    negative when only the top does, unlabelled otherwise; older rows and other kinds are
+    no case."""
     import yaml
     from test_memory_reconcile import _bench_module
 
@@ -201,3 +202,26 @@ def test_the_training_cases_label_which_of_two_rows_holds_the_current_value(
     labels = {pair["index"]: pair["label"] for pair in by_step[2]["pairs"]}
     assert labels == {1: 1, 2: None}  # the newer value; neither holds it; another kind: none
     assert all(len(pair["row"]) == len(FEATURES) for pair in by_step[2]["pairs"])
+
+
+def test_the_judge_asks_again_for_the_row_it_moved_up(judged: ConclusionStore) -> None:
+    """A judge that always says yes: the rules rank the oldest row first, one pass would
+    put the next newer row above it, the second pass the newest above that; each row
+    moved below names the one that took its place."""
+    store = judged
+    texts = (
+        "My sister lives in Porto.",
+        "Our book club reads in the back room of the Crown.",
+        "I bake sourdough every Sunday morning.",
+    )
+    rows = [store.remember(text).conclusion for text in texts]
+    query = "Where does our book club read, and do I bake sourdough, and my sister?"
+    store.order_judge = None
+    assert [row.id for row in store.recall(query, 5)] == [row.id for row in rows]
+    at = FEATURES.index("rank")
+    always = Tree((at, -2, -2), (100.0, -2.0, -2.0), (1, -1, -1), (2, -1, -1), (4.0, 4.0, 4.0))
+    store.order_judge = OrderJudge((always,), base=0.0, rate=1.0, threshold=0.5)
+    found = store.recall(query, 5)
+    assert [row.id for row in found] == [rows[2].id, rows[1].id, rows[0].id]
+    assert found[1].conflicts_with == rows[2].id
+    assert found[2].conflicts_with == rows[1].id
