@@ -151,7 +151,9 @@ def stale(store: ConclusionStore, chains: dict[str, Chain]) -> list[str]:
     return found
 
 
-def run(steps: list[Step], verbose: bool, learned: bool = False) -> dict[str, Any]:
+def run(
+    steps: list[Step], verbose: bool, learned: bool = False, reorder: bool = True
+) -> dict[str, Any]:
     chains: dict[str, Chain] = {}
     said_in: dict[str, str] = {}  # a stored text -> the chain that said it
     wrong_links: list[dict[str, Any]] = []
@@ -162,6 +164,7 @@ def run(steps: list[Step], verbose: bool, learned: bool = False) -> dict[str, An
     with tempfile.TemporaryDirectory(prefix="memory-updates-") as home:
         settings = load_settings({"ASSISTANT_HOME": home})
         settings.memory.learned_judge = learned
+        settings.memory.order_judge = reorder
         assistant = Assistant(settings)
         try:
             assert assistant.memory is not None
@@ -402,6 +405,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--learned", action="store_true", help="with the learned pair judge (memory.learned_judge)"
     )
+    parser.add_argument(
+        "--no-order-judge",
+        action="store_true",
+        help="recall's rules alone order (memory.order_judge off): the runs that "
+        "bench/train_order_judge.py learns from",
+    )
     parser.add_argument("--verbose", action="store_true", help="every step on stderr")
     args = parser.parse_args(argv)
     files = args.scenario or sorted(SCENARIOS.glob("*.yaml"))
@@ -413,7 +422,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = {}
     for path, name, steps in scenarios:
         started = time.perf_counter()
-        result = run(steps, args.verbose, args.learned)
+        result = run(steps, args.verbose, args.learned, not args.no_order_judge)
         elapsed = time.perf_counter() - started
         print_report(name, result, elapsed)
         print()

@@ -1,7 +1,8 @@
 """Train the order judge (`memory.orderjudge`) on recall lists of scenario runs.
 
-Input: the `--json` reports of `bench/memory_updates.py` (one per scenario file), whose
-records carry each step's ranked hits with the chain that said each one. A case is the
+Input: the `--json --no-order-judge` reports of `bench/memory_updates.py` (one per
+scenario file), whose records carry each step's ranked hits, in the order recall's rules
+gave them, with the chain that said each one. A case is the
 top hit A and a newer active hit B of the same kind, for the step's question; it is
 positive when B holds the chain's current value and A does not, negative when A holds it
 and B does not (other cases teach nothing about the order of the two).
