@@ -38,19 +38,19 @@ from memory.reconcile import (
     topic_words,
 )
 from memory.sameness import (
-    _ONE_MORE,
-    _PLAN,
-    _framed_apart,
-    _kept_values,
-    _scopes,
+    ONE_MORE,
+    PLAN,
     another_count,
     conflicting_change,
+    framed_apart,
     kept_apart,
+    kept_values,
     near,
     near_conflict,
     nearest_change,
     others_also,
     same_people,
+    scopes,
     someone_elses,
     theirs,
     topic,
@@ -127,8 +127,8 @@ def pair_features(old: str, new: str, similarity: float) -> tuple[float, ...]:
         float(someone_elses(old, new)),
         float(theirs(old, new)),
         float(others_also(old, new)),
-        float(_framed_apart(old, new, strict=False)),
-        float(_framed_apart(old, new)),
+        float(framed_apart(old, new, strict=False)),
+        float(framed_apart(old, new)),
         float(kept_apart(old, new)),
         _clip(len(old_topic & new_topic), 3),
         _jaccard(old_topic, new_topic),
@@ -148,9 +148,9 @@ def pair_features(old: str, new: str, similarity: float) -> tuple[float, ...]:
         _jaccard(frame_old, frame_new),
         len(frame_new - frame_old) / len(frame_new) if frame_new else 0.0,
         float(another_count(old, new)),
-        _clip(len(_kept_values(old, new, times=True)), 2),
-        float(_scopes(old) != _scopes(new)),
-        float(bool(_ONE_MORE.search(unicodedata.normalize("NFKC", new)))),
+        _clip(len(kept_values(old, new, times=True)), 2),
+        float(scopes(old) != scopes(new)),
+        float(bool(ONE_MORE.search(unicodedata.normalize("NFKC", new)))),
         math.log((len(new) + 10) / (len(old) + 10)),
     )
 
@@ -208,7 +208,7 @@ def text_features(new: str) -> tuple[float, ...]:
         float(change_cue(new)),
         float(correction_cue(new)),
         float(still_cue(new)),
-        float(bool(_PLAN.search(unicodedata.normalize("NFKC", new)))),
+        float(bool(PLAN.search(unicodedata.normalize("NFKC", new)))),
     )
 
 

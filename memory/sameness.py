@@ -394,7 +394,7 @@ _PRONOUN = re.compile(
 
 
 # a statement of what one means to do: no change yet
-_PLAN = re.compile(
+PLAN = re.compile(
     r"\b(?:planning|plan|plans|planned|thinking|considering|hoping|hope|might|may)\s+"
     r"(?:to|of|on|about)?\s*(?:switch|move|chang|go|join|try|start|drop|tak)"
     r"|打算|准备换|准备改|考虑换|考虑改|想换|想改|计划换|计划改|在考虑|考虑把|准备把|计划把|想把",
@@ -436,7 +436,7 @@ def someone_elses(old: str, new: str) -> bool:
         # unless it speaks of them as "he"/"她", or names what the stored one holds
         # ("My mum's pottery class costs £12" / "The pottery class went up from £12")
         return not (_PRONOUN.search(new) and not _people(new)) and not (
-            _kept_values(old, new) - others
+            kept_values(old, new) - others
         )
     if _ANOTHER.search(unicodedata.normalize("NFKC", old)) and not _ANOTHER.search(new):
         return not (values(old, loose=True) & values(new, loose=True))
@@ -834,7 +834,7 @@ def other_of_kind(old: str, new: str, shared: set[str]) -> bool:
     有个张伟)? Then it changes nothing of the stored one."""
     if _ANOTHER.search(unicodedata.normalize("NFKC", new)):
         return True
-    a, b = _scopes(old) | _week_part(old), _scopes(new) | _week_part(new)
+    a, b = scopes(old) | _week_part(old), scopes(new) | _week_part(new)
     if a and b and not a & b:  # the weekday alarm, the weekend one; work and home
         return True
     days = _day_parts(new) if _week_part(old) and not _week_part(new) else frozenset()
@@ -892,9 +892,9 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
         return None
     if theirs(old, new):
         return None  # the colleague's, the other team's, "Carla 也换了…": not changed
-    if _framed_apart(old, new, strict=False):
+    if framed_apart(old, new, strict=False):
         return None  # one more of the kind, another season's or use's: not the stored one
-    if _PLAN.search(unicodedata.normalize("NFKC", new)):
+    if PLAN.search(unicodedata.normalize("NFKC", new)):
         return None  # "I'm planning to switch to …": a plan changes nothing yet
     t_old, t_new = topic(old), topic(new)
     shared, only_old, only_new = _overlap(t_old, t_new)
@@ -961,7 +961,7 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
         if only_new and not (
             change_cue(new)
             and dropped
-            and _scopes(old) == _scopes(new)
+            and scopes(old) == scopes(new)
             and (len(shared) >= 2 or _same_kind_of_thing(old, new, only_old, only_new))
         ):
             # the new statement is about more than the stored one: "my work phone" is no
@@ -1256,7 +1256,7 @@ def _same_kind_of_thing(
     it names a scope ("for work", "my home laptop") other than the stored one's, or a
     thing one owns that the stored statement does not."""
     owned = _owned_nouns()
-    return _scopes(old) == _scopes(new) and not any(w in owned for w in only_new)
+    return scopes(old) == scopes(new) and not any(w in owned for w in only_new)
 
 
 _SCOPE_USE = re.compile(
@@ -1273,7 +1273,7 @@ _DISTANCE = re.compile(
 )
 
 
-def _scopes(text: str) -> frozenset[str]:
+def scopes(text: str) -> frozenset[str]:
     """The scopes a statement names: "for work", "my home laptop", "work phone"."""
     found = set()
     for m in _SCOPE_USE.finditer(text):
@@ -1382,14 +1382,14 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     the nearest one about the same people, if it is close and clearly nearer than the
     next, shares a topic word or a value, and is no look-alike (every value different,
     one word of a name changed, another scope or context)."""
-    if not change_cue(new) or still_cue(new) or _PLAN.search(unicodedata.normalize("NFKC", new)):
+    if not change_cue(new) or still_cue(new) or PLAN.search(unicodedata.normalize("NFKC", new)):
         return None  # "我在考虑下个月换到…": a plan changes nothing yet
     fitting = [
         (i, text, sim)
         for i, (text, sim) in enumerate(candidates)
         if same_people(text, new, values(text, loose=True))
         and not theirs(text, new)
-        and not _framed_apart(text, new, strict=False)
+        and not framed_apart(text, new, strict=False)
     ]
     if not fitting:
         return None
@@ -1401,11 +1401,11 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     kept = old_now & values(new, loose=True)
     fresh = {v for v in new_vals if not _known(v, values(old, loose=True))}
     shared = _specific(_overlap(topic(old), topic(new))[0], old, new)
-    if not (shared or kept & _kept_values(old, new, times=True)) or not (fresh or old_now - kept):
+    if not (shared or kept & kept_values(old, new, times=True)) or not (fresh or old_now - kept):
         return None
     if _all_differ(old, new, old_now, new_vals, kept):
         return None
-    if _split_name(new, fresh, kept) or _scopes(old) != _scopes(new):
+    if _split_name(new, fresh, kept) or scopes(old) != scopes(new):
         return None
     if other_context(old, new, "") or other_of_kind(old, new, shared):
         return None
@@ -1473,7 +1473,7 @@ def near_conflict(old: str, new: str, similarity: float) -> bool:
         for w in _specific(shared | _han_shared(old, new), old, new)
         if not _ZH_FRAME_WORD.search(w)
     }
-    if _kept_values(old, new) or another_count(old, new):
+    if kept_values(old, new) or another_count(old, new):
         return True
     # less near (English), one shared word is too little ("hires" / "the hiring list")
     return len(about) >= (1 if similarity >= NEAR_CONFLICT else 2)
@@ -1481,7 +1481,7 @@ def near_conflict(old: str, new: str, similarity: float) -> bool:
 
 # what says a statement is one more of a kind than a stored one: "…is now also paid by
 # direct debit", "…the upstairs bathroom too" (not "too expensive"), "也换成了…"
-_ONE_MORE = re.compile(
+ONE_MORE = re.compile(
     rf"(?<!^)\balso\b|{_EN_TOO.pattern}|\b(?:new|second|another)\s+(?:branch|site|location)\b"
     "|也(?:" + "|".join(_ZH_ALSO_DID) + ")",
     re.I,
@@ -1496,15 +1496,15 @@ _TIME_FRAME = re.compile(
 _ZH_SCOPE = re.compile("办公室|单位|公司|工作(?=手机|电脑|号|卡|用)|家里|我们家|家用")
 
 
-def _framed_apart(old: str, new: str, *, strict: bool = True) -> bool:
+def framed_apart(old: str, new: str, *, strict: bool = True) -> bool:
     """Is the new statement one more of the kind, or framed by another time or use ("In
     summer it starts at six" / "in winter…", "the office water", "for work"), than the
     stored one? Not `strict`: a frame counts only when both name one (a change often
     says when it starts: "from next term")."""
     stored, body = (unicodedata.normalize("NFKC", t) for t in (old, new))
-    if _ONE_MORE.search(_FILLER.sub("", body)) and not _ONE_MORE.search(stored):
+    if ONE_MORE.search(_FILLER.sub("", body)) and not ONE_MORE.search(stored):
         return True
-    if strict and _scopes(old) != _scopes(new):
+    if strict and scopes(old) != scopes(new):
         return True
     for pattern in (_TIME_FRAME, _ZH_SCOPE):
         a, b = (
@@ -1521,7 +1521,7 @@ def conflicting_change(new: str, candidates: list[tuple[str, float]]) -> int | N
     neither its parts nor the nearest one tell: the only one near enough to conflict with
     it (`near_conflict`: what recall would show second anyway), for the same use, time
     and scope. Not a plan, not one more of the kind; two fitting: a guess, None."""
-    if not change_cue(new) or still_cue(new) or _PLAN.search(unicodedata.normalize("NFKC", new)):
+    if not change_cue(new) or still_cue(new) or PLAN.search(unicodedata.normalize("NFKC", new)):
         return None
     gone = old_values(new)
     fitting = [
@@ -1529,7 +1529,7 @@ def conflicting_change(new: str, candidates: list[tuple[str, float]]) -> int | N
         for i, (old, sim) in enumerate(candidates)
         if not (gone and not any(mentions(old, value) for value in gone))
         and near_conflict(old, new, sim)
-        and not _framed_apart(old, new)
+        and not framed_apart(old, new)
     ]  # "no longer allergic to peanuts" changes what names peanuts, not another row
     return fitting[0] if len(fitting) == 1 else None
 
@@ -1565,7 +1565,7 @@ def kept_apart(old: str, new: str) -> bool:
     return other_of_kind(old, new, shared) or bool(other_context(old, new, ""))
 
 
-def _kept_values(old: str, new: str, *, times: bool = False) -> set[str]:
+def kept_values(old: str, new: str, *, times: bool = False) -> set[str]:
     """The stored statement's values the new one names again, but not a time (早上 in
     both; unless `times`) nor whom the stored one is about (老陈 of "老陈的降压药…" and
     "…老陈跟他那帮钓友…", 阿杰 of "阿杰在中铁二院…" and "…他是阿杰发小"): those make no
@@ -1592,7 +1592,7 @@ def says_again(stored: str, other: str, similarity: float) -> bool:
     if similarity < NEAR_UPDATE or kept_apart(stored, other) or someone_elses(other, stored):
         return False
     shared = _overlap(topic(stored), topic(other))[0]
-    named = _kept_values(stored, other)
+    named = kept_values(stored, other)
     mine, their_values = values(stored), values(other)
     only_mine = {v for v in mine if not _known(v, their_values)}
     only_theirs = {v for v in their_values if not _known(v, mine)}

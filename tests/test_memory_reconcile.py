@@ -1284,12 +1284,12 @@ def test_one_more_of_the_kind_or_another_season_is_no_update(old: str, new: str)
 
 
 def test_too_of_degree_and_a_leading_also_are_no_other_one() -> None:
-    from memory.sameness import _framed_apart
+    from memory.sameness import framed_apart
 
     stored = "Our broadband is with Zenith, £30 a month."
-    assert not _framed_apart(stored, "It got too expensive, so we're with Nova now.")
-    assert not _framed_apart(stored, "Also, we switched the broadband to Nova.")
-    assert _framed_apart(stored, "We switched the office broadband to Nova too.")
+    assert not framed_apart(stored, "It got too expensive, so we're with Nova now.")
+    assert not framed_apart(stored, "Also, we switched the broadband to Nova.")
+    assert framed_apart(stored, "We switched the office broadband to Nova too.")
 
 
 def test_what_went_away_said_with_a_pronoun_or_as_going_home() -> None:
@@ -1311,12 +1311,12 @@ def test_a_meeting_with_another_person_of_one_family_name_is_no_conflict() -> No
 
 
 def test_one_scope_in_other_words_is_no_other_frame() -> None:
-    from memory.sameness import _framed_apart
+    from memory.sameness import framed_apart
 
-    assert not _framed_apart(
+    assert not framed_apart(
         "我们家每周六晚上聚餐。", "家里的聚餐以后改到周日中午了。", strict=False
     )
-    assert _framed_apart("家里的桶装水是怡宝。", "单位的桶装水换成农夫山泉了。", strict=False)
+    assert framed_apart("家里的桶装水是怡宝。", "单位的桶装水换成农夫山泉了。", strict=False)
 
 
 def test_a_chain_is_walked_back_by_an_index(store: ConclusionStore) -> None:
