@@ -85,6 +85,8 @@ _ZH_NOT_TOPIC = frozenset(
     依然 继续 开始 不再 改成 改为 改用 改到 改在 换成 换到 换了 换用 变成 变为 调到 调整
     推迟 提前 挪到 接手 接替 负责 取代 代替 决定 打算 觉得 知道 事情 东西 时候 时间 地方
     一下 一点 这个 那个 这里 那里 这儿 那儿 每周 每天 每月 每次 我们 你们 他们 她们 自己
+    干脆 索性 反正 只好 只能 直接 终于 总算 赶紧 马上 立刻 突然 居然 竟然 果然 经常 老是
+    总是 常常 偶尔 特别 非常 确实 大概 可能 应该 一般 通常
     """.split()  # noqa: SIM905
 )
 # jieba part-of-speech tags of a value: person, place, organisation, other proper name,
