@@ -30,6 +30,7 @@ from memory.orderjudge import FEATURES, WEIGHTS, Recalled, order_features
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from memory_updates import load_scenario
+from train_pair_judge import base_of, trees_of
 
 
 def _cases(reports: list[Path]) -> list[dict[str, Any]]:
@@ -41,6 +42,17 @@ def _cases(reports: list[Path]) -> list[dict[str, Any]]:
         if text not in vectors:
             vectors[text] = backend.embed_passages([text])[0]
         return vectors[text]
+
+    def features(query: str, up: dict, down: dict, rank: int) -> list[float]:
+        """The judge's row for a recorded hit `down` against one ranked above it."""
+        mutual = float(np.dot(vector(up["text"]), vector(down["text"])))
+        return order_features(
+            query,
+            Recalled(up["text"], up["score"], up["similarity"]),
+            Recalled(down["text"], down["score"], down["similarity"]),
+            rank,
+            mutual,
+        )
 
     steps = []
     for path in reports:
@@ -57,14 +69,7 @@ def _cases(reports: list[Path]) -> list[dict[str, Any]]:
                 for i, hit in enumerate(hits[1:], 1):
                     if hit["valid_from"] <= top["valid_from"] or hit["kind"] != top["kind"]:
                         continue
-                    mutual = float(np.dot(vector(top["text"]), vector(hit["text"])))
-                    row = order_features(
-                        step.query,
-                        Recalled(top["text"], top["score"], top["similarity"]),
-                        Recalled(hit["text"], hit["score"], hit["similarity"]),
-                        i,
-                        mutual,
-                    )
+                    row = features(step.query, top, hit, i)
                     a, b = step.value in top["text"], step.value in hit["text"]
                     label = 1 if b and not a else 0 if a and not b else None
                     pairs.append({"index": i, "row": row, "label": label})
@@ -77,14 +82,7 @@ def _cases(reports: list[Path]) -> list[dict[str, Any]]:
                         x, y = step.value in up["text"], step.value in down["text"]
                         if x == y:
                             continue
-                        mutual = float(np.dot(vector(up["text"]), vector(down["text"])))
-                        row = order_features(
-                            step.query,
-                            Recalled(up["text"], up["score"], up["similarity"]),
-                            Recalled(down["text"], down["score"], down["similarity"]),
-                            b - a,
-                            mutual,
-                        )
+                        row = features(step.query, up, down, b - a)
                         extra.append({"row": row, "label": int(y)})
                 steps.append(
                     {
@@ -184,24 +182,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.report_only:
         return 0
     model = _fit(rows, labels)
-    trees = []
-    for estimator in model.estimators_[:, 0]:
-        tree = estimator.tree_
-        trees.append(
-            {
-                "feature": [int(f) for f in tree.feature],
-                "threshold": [round(float(x), 6) for x in tree.threshold],
-                "left": [int(x) for x in tree.children_left],
-                "right": [int(x) for x in tree.children_right],
-                "value": [round(float(v[0][0]), 6) for v in tree.value],
-            }
-        )
-    prior = float(np.mean(labels))
+    trees = trees_of(model)
     WEIGHTS.write_text(
         json.dumps(
             {
                 "features": list(FEATURES),
-                "base": float(np.log(prior / (1 - prior))),
+                "base": base_of(model),
                 "rate": model.learning_rate,
                 "threshold": args.threshold,
                 "trees": trees,

@@ -108,9 +108,9 @@ def fit(x: np.ndarray, y: np.ndarray, seed: int = 0) -> Any:
     ).fit(x, y)
 
 
-def exported(model: Any, threshold: float, margin: float, trained_on: dict) -> dict:
-    """The model as memory/pair_judge.json: the prior's log-odds, the rate, every tree."""
-    prior = float(model.init_.class_prior_[1])
+def trees_of(model: Any) -> list[dict]:
+    """Every tree of a fitted model as `memory.pairjudge.Tree.from_dict` reads it (the
+    order judge's training script writes its trees this way too)."""
     trees = []
     for estimator in model.estimators_[:, 0]:
         tree = estimator.tree_
@@ -123,9 +123,21 @@ def exported(model: Any, threshold: float, margin: float, trained_on: dict) -> d
                 "value": [round(float(v[0][0]), 6) for v in tree.value],
             }
         )
+    return trees
+
+
+def base_of(model: Any) -> float:
+    """The log-odds the trees start from: the training labels' prior."""
+    prior = float(model.init_.class_prior_[1])
+    return math.log(prior / (1 - prior))
+
+
+def exported(model: Any, threshold: float, margin: float, trained_on: dict) -> dict:
+    """The model as memory/pair_judge.json: the prior's log-odds, the rate, every tree."""
+    trees = trees_of(model)
     return {
         "features": list(FEATURES),
-        "base": math.log(prior / (1 - prior)),
+        "base": base_of(model),
         "rate": model.learning_rate,
         "threshold": threshold,
         "margin": margin,
