@@ -271,6 +271,7 @@ class FakeOpenAI:
                     for key, value in (headers or {}).items():
                         self.send_header(key, value)
                     self.end_headers()
+                    self._finished()  # before the last bytes: the client may answer at once
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     self.close_connection = True  # the client gave up (a timeout test)
@@ -298,6 +299,7 @@ class FakeOpenAI:
                         self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
                         self.wfile.flush()
                         pause = profile.chunk_gap_s
+                    self._finished()
                     self.wfile.write(b"0\r\n\r\n")
                     self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
@@ -311,9 +313,18 @@ class FakeOpenAI:
                 with fake._lock:
                     fake.in_flight += 1
                     fake.most_in_flight = max(fake.most_in_flight, fake.in_flight)
+                self._counted = True
                 try:
                     self._answer()
                 finally:
+                    self._finished()
+
+            def _finished(self) -> None:
+                """This request is no longer in flight: counted off once, before the
+                response's last bytes are written (a client that sends its next request
+                the moment this one ends must not overlap it in `most_in_flight`)."""
+                if getattr(self, "_counted", False):
+                    self._counted = False
                     with fake._lock:
                         fake.in_flight -= 1
 
