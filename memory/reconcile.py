@@ -446,7 +446,7 @@ _RELATIONS = (
     "侄女 侄子 外甥 外甥女 奶奶 爷爷 外婆 外公 同事 朋友 邻居 表妹 表哥 表姐 表弟 舅舅 姑姑 阿姨 "
     "大舅 小舅 大姨 小姨 大伯 大姑 小姑 姑父 姨父 舅妈 婶婶 嫂子 弟媳 "
     "姐夫 妹夫 小叔子 小姑子 大姑子 岳父 岳母 同桌 闺蜜 发小 "
-    "老伴 媳妇 儿媳 儿媳妇 女婿 孙子 孙女 外孙 外孙女 公公 婆婆 丈母娘 老丈人 伯伯 叔叔 "
+    "老伴 媳妇 儿媳 儿媳妇 女婿 孙子 孙女 外孙 外孙女 丈母娘 老丈人 伯伯 叔叔 "
     "姥姥 姥爷 亲家 对象 男朋友 女朋友 男友 女友 继子 继女"
 )
 _RELATION_WORDS = frozenset(_RELATIONS.split())
@@ -524,7 +524,7 @@ def owners(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
-_ZH_ADDRESS = frozenset(["阿姨", "妈", "爸", "哥", "姐", "弟", "妹", "叔叔", "伯伯", "婆婆"])
+_ZH_ADDRESS = frozenset(["阿姨", "妈", "爸", "哥", "姐", "弟", "妹", "叔叔", "伯伯"])
 # "It's", "That's": no one's
 _PRONOUNS = frozenset("it that there here he she what who where let everyone nobody".split())  # noqa: SIM905
 
