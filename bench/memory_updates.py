@@ -239,7 +239,6 @@ def run(
                     "top": top,
                     "ok": ok,
                     "current_rank": rank,
-                    "top_scores": [round(hit.score or 0.0, 4) for hit in hits],
                     # the ranked hits, each with the chain that said it: what a change to
                     # recall's order would have done is read off these without a rerun
                     "hits": [

@@ -18,13 +18,19 @@ wrong call costs one answer's place, never a fact.
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory.pairjudge import PAIR_NAMES, TEXT_NAMES, Tree, pair_features, text_features
+from memory.pairjudge import (
+    PAIR_NAMES,
+    TEXT_NAMES,
+    Tree,
+    boosted,
+    pair_features,
+    read_model,
+    text_features,
+)
 from memory.reconcile import owners, topic_words
 
 WEIGHTS = Path(__file__).with_name("order_judge.json")
@@ -95,18 +101,23 @@ class OrderJudge:
     def load(cls, path: Path = WEIGHTS) -> OrderJudge | None:
         """The shipped judge, or None when its file is missing, unreadable or made for
         other features (recall's rules then order alone)."""
+        data = read_model(path, FEATURES)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if tuple(data["features"]) != FEATURES:
-                return None
-            trees = tuple(Tree.from_dict(t) for t in data["trees"])
-            return cls(trees, float(data["base"]), float(data["rate"]), float(data["threshold"]))
-        except (OSError, ValueError, KeyError, TypeError):
+            return (
+                None
+                if data is None
+                else cls(
+                    data["trees"],
+                    float(data["base"]),
+                    float(data["rate"]),
+                    float(data["threshold"]),
+                )
+            )
+        except (KeyError, TypeError, ValueError):
             return None
 
     def probability(self, row: Sequence[float]) -> float:
-        logit = self.base + self.rate * sum(tree(row) for tree in self.trees)
-        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, logit))))
+        return boosted(self.trees, self.base, self.rate, row)
 
     def first(
         self, query: str, hits: Sequence[Recalled], newer: Sequence[int], mutual: Sequence[float]

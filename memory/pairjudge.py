@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from memory.reconcile import (
     change_cue,
@@ -271,6 +272,25 @@ class Tree:
         return self.value[n]
 
 
+def read_model(path: Path, features: Sequence[str]) -> dict[str, Any] | None:
+    """A model file as the training scripts write it, its `trees` parsed, or None when it
+    is missing, unreadable or made for other `features` (the judge is then left out)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if tuple(data["features"]) != tuple(features):
+            return None
+        return {**data, "trees": tuple(Tree.from_dict(t) for t in data["trees"])}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def boosted(trees: Sequence[Tree], base: float, rate: float, row: Sequence[float]) -> float:
+    """The probability gradient-boosted trees give a row: `base` log-odds plus `rate`
+    times each tree's leaf."""
+    logit = base + rate * sum(tree(row) for tree in trees)
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, logit))))
+
+
 @dataclass(frozen=True)
 class PairJudge:
     """Gradient-boosted trees over `FEATURES` (log-odds: `base` plus `rate` times each
@@ -287,24 +307,24 @@ class PairJudge:
     def load(cls, path: Path = WEIGHTS) -> PairJudge | None:
         """The shipped judge, or None when its file is missing, unreadable or made for
         other features (the rules then decide alone)."""
+        data = read_model(path, FEATURES)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if tuple(data["features"]) != FEATURES:
-                return None
-            trees = tuple(Tree.from_dict(t) for t in data["trees"])
-            return cls(
-                trees,
-                float(data["base"]),
-                float(data["rate"]),
-                float(data["threshold"]),
-                float(data["margin"]),
+            return (
+                None
+                if data is None
+                else cls(
+                    data["trees"],
+                    float(data["base"]),
+                    float(data["rate"]),
+                    float(data["threshold"]),
+                    float(data["margin"]),
+                )
             )
-        except (OSError, ValueError, KeyError, TypeError):
+        except (KeyError, TypeError, ValueError):
             return None
 
     def probability(self, row: Sequence[float]) -> float:
-        logit = self.base + self.rate * sum(tree(row) for tree in self.trees)
-        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, logit))))
+        return boosted(self.trees, self.base, self.rate, row)
 
     def scores(self, new: str, candidates: Sequence[Candidate]) -> list[float]:
         """The probability, for each candidate, that `new` is about its fact (0 below

@@ -34,22 +34,6 @@ def test_the_shipped_judge_loads_for_these_features() -> None:
     assert used <= set(range(len(FEATURES)))
 
 
-@pytest.mark.parametrize(
-    "content",
-    [
-        None,  # no file
-        "{not json",
-        json.dumps({"features": ["rank"], "trees": [], "base": 0, "rate": 1, "threshold": 0.7}),
-        json.dumps({"features": list(FEATURES), "trees": [{"feature": [0]}]}),
-    ],
-)
-def test_a_missing_broken_or_stale_model_is_no_judge(tmp_path: Path, content: str | None) -> None:
-    path = tmp_path / "order_judge.json"
-    if content is not None:
-        path.write_text(content, encoding="utf-8")
-    assert OrderJudge.load(path) is None
-
-
 def _on_mutual(threshold: float) -> OrderJudge:
     """One split on the rows' similarity to each other: at 0.9 or more, likely."""
     at = FEATURES.index("mutual")
@@ -225,3 +209,19 @@ def test_the_judge_asks_again_for_the_row_it_moved_up(judged: ConclusionStore) -
     assert [row.id for row in found] == [rows[2].id, rows[1].id, rows[0].id]
     assert found[1].conflicts_with == rows[2].id
     assert found[2].conflicts_with == rows[1].id
+
+
+def test_on_a_scenario_someone_else_wrote_more_current_values_come_first() -> None:
+    """heldout34, written by a helper who never read the memory code (a freelance sound
+    recordist's life, English and Chinese): replayed through the public store API with
+    and without the judge. Measured when it was written blind: 37/45 without, 41/45 with
+    a judge that had not seen it."""
+    from test_memory_reconcile import _bench_module
+
+    bench = _bench_module("memory_updates")
+    _, steps = bench.load_scenario(bench.SCENARIOS / "heldout34_s17_e.yaml")
+    without = bench.run(steps, verbose=False, reorder=False)
+    with_judge = bench.run(steps, verbose=False, reorder=True)
+    assert with_judge["current_first"] >= without["current_first"] + 3
+    assert len(with_judge["wrong_links"]) <= len(without["wrong_links"])  # reorders only
+    assert with_judge["final_duplicates"] == without["final_duplicates"] == []

@@ -16,6 +16,8 @@ import yaml
 from assistant.app import Assistant
 from assistant.config import load_settings
 from memory.conclusions import ConclusionStore
+from memory.orderjudge import FEATURES as ORDER_FEATURES
+from memory.orderjudge import OrderJudge
 from memory.pairjudge import FEATURES, FLOOR, WEIGHTS, Candidate, PairJudge, Tree, features
 
 
@@ -28,19 +30,31 @@ def test_the_shipped_judge_loads_for_these_features() -> None:
 
 
 @pytest.mark.parametrize(
+    ("judge", "names"), [(PairJudge, FEATURES), (OrderJudge, ORDER_FEATURES)], ids=["pair", "order"]
+)
+@pytest.mark.parametrize(
     "content",
     [
         None,  # no file
         "{not json",
         json.dumps({"features": ["similarity"], "trees": [], "base": 0, "rate": 1}),
-        json.dumps({"features": list(FEATURES), "trees": [{"feature": [0]}]}),
+        "ALL FEATURES, A TREE WITHOUT ITS ARRAYS",
+        "ALL FEATURES, NO THRESHOLD",
     ],
 )
-def test_a_missing_broken_or_stale_model_is_no_judge(tmp_path: Path, content: str | None) -> None:
-    path = tmp_path / "pair_judge.json"
+def test_a_missing_broken_or_stale_model_is_no_judge(
+    tmp_path: Path, judge: type, names: tuple[str, ...], content: str | None
+) -> None:
+    """Either learned judge (the pair judge, recall's order judge) is left out, and the
+    rules decide alone, when its model file cannot be read as trained for its features."""
+    if content == "ALL FEATURES, A TREE WITHOUT ITS ARRAYS":
+        content = json.dumps({"features": list(names), "trees": [{"feature": [0]}]})
+    elif content == "ALL FEATURES, NO THRESHOLD":
+        content = json.dumps({"features": list(names), "trees": [], "base": 0, "rate": 1})
+    path = tmp_path / "judge.json"
     if content is not None:
         path.write_text(content, encoding="utf-8")
-    assert PairJudge.load(path) is None
+    assert judge.load(path) is None
 
 
 def _stump(threshold: float) -> PairJudge:
