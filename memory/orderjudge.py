@@ -22,15 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory.pairjudge import (
-    PAIR_NAMES,
-    TEXT_NAMES,
-    Tree,
-    boosted,
-    pair_features,
-    read_model,
-    text_features,
-)
+from memory.pairjudge import PAIR_NAMES, TEXT_NAMES, Boosted, pair_features, text_features
 from memory.reconcile import owners, topic_words
 
 WEIGHTS = Path(__file__).with_name("order_judge.json")
@@ -88,36 +80,18 @@ def order_features(
 
 
 @dataclass(frozen=True)
-class OrderJudge:
-    """Gradient-boosted trees over `FEATURES` (log-odds: `base` plus `rate` times each
-    tree's leaf); a newer row goes first at `threshold` or more."""
+class OrderJudge(Boosted):
+    """The order judge's trees over `FEATURES`; a newer row goes first at `threshold` or
+    more."""
 
-    trees: tuple[Tree, ...]
-    base: float
-    rate: float
     threshold: float
 
     @classmethod
     def load(cls, path: Path = WEIGHTS) -> OrderJudge | None:
         """The shipped judge, or None when its file is missing, unreadable or made for
         other features (recall's rules then order alone)."""
-        data = read_model(path, FEATURES)
-        try:
-            return (
-                None
-                if data is None
-                else cls(
-                    data["trees"],
-                    float(data["base"]),
-                    float(data["rate"]),
-                    float(data["threshold"]),
-                )
-            )
-        except (KeyError, TypeError, ValueError):
-            return None
-
-    def probability(self, row: Sequence[float]) -> float:
-        return boosted(self.trees, self.base, self.rate, row)
+        args = cls.read(path, FEATURES, "threshold")
+        return None if args is None else cls(**args)
 
     def first(
         self, query: str, hits: Sequence[Recalled], newer: Sequence[int], mutual: Sequence[float]

@@ -272,34 +272,39 @@ class Tree:
         return self.value[n]
 
 
-def read_model(path: Path, features: Sequence[str]) -> dict[str, Any] | None:
-    """A model file as the training scripts write it, its `trees` parsed, or None when it
-    is missing, unreadable or made for other `features` (the judge is then left out)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if tuple(data["features"]) != tuple(features):
-            return None
-        return {**data, "trees": tuple(Tree.from_dict(t) for t in data["trees"])}
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def boosted(trees: Sequence[Tree], base: float, rate: float, row: Sequence[float]) -> float:
-    """The probability gradient-boosted trees give a row: `base` log-odds plus `rate`
-    times each tree's leaf."""
-    logit = base + rate * sum(tree(row) for tree in trees)
-    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, logit))))
-
-
 @dataclass(frozen=True)
-class PairJudge:
-    """Gradient-boosted trees over `FEATURES` (log-odds: `base` plus `rate` times each
-    tree's leaf) and what a link needs: the best candidate at `threshold` or more, and
-    `margin` ahead of the next."""
+class Boosted:
+    """Gradient-boosted trees (log-odds: `base` plus `rate` times each tree's leaf), as
+    both learned judges (this one and `memory.orderjudge`) ship them."""
 
     trees: tuple[Tree, ...]
     base: float
     rate: float
+
+    @staticmethod
+    def read(path: Path, features: Sequence[str], *numbers: str) -> dict[str, Any] | None:
+        """The constructor's arguments from a model file as the training scripts write
+        it (`trees`, `base`, `rate` and the named `numbers`), or None when the file is
+        missing, unreadable or made for other `features` (the judge is then left out)."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if tuple(data["features"]) != tuple(features):
+                return None
+            trees = tuple(Tree.from_dict(t) for t in data["trees"])
+            return {"trees": trees, **{n: float(data[n]) for n in ("base", "rate", *numbers)}}
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def probability(self, row: Sequence[float]) -> float:
+        logit = self.base + self.rate * sum(tree(row) for tree in self.trees)
+        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, logit))))
+
+
+@dataclass(frozen=True)
+class PairJudge(Boosted):
+    """The pair judge's trees over `FEATURES`, and what a link needs: the best candidate
+    at `threshold` or more, and `margin` ahead of the next."""
+
     threshold: float
     margin: float
 
@@ -307,24 +312,8 @@ class PairJudge:
     def load(cls, path: Path = WEIGHTS) -> PairJudge | None:
         """The shipped judge, or None when its file is missing, unreadable or made for
         other features (the rules then decide alone)."""
-        data = read_model(path, FEATURES)
-        try:
-            return (
-                None
-                if data is None
-                else cls(
-                    data["trees"],
-                    float(data["base"]),
-                    float(data["rate"]),
-                    float(data["threshold"]),
-                    float(data["margin"]),
-                )
-            )
-        except (KeyError, TypeError, ValueError):
-            return None
-
-    def probability(self, row: Sequence[float]) -> float:
-        return boosted(self.trees, self.base, self.rate, row)
+        args = cls.read(path, FEATURES, "threshold", "margin")
+        return None if args is None else cls(**args)
 
     def scores(self, new: str, candidates: Sequence[Candidate]) -> list[float]:
         """The probability, for each candidate, that `new` is about its fact (0 below
