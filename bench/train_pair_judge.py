@@ -188,7 +188,7 @@ def tally(cases: list[Case], scores: list[np.ndarray], threshold: float, margin:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threshold", type=float, default=0.93, help="a link needs p >= this")
+    parser.add_argument("--threshold", type=float, default=0.9, help="a link needs p >= this")
     parser.add_argument("--margin", type=float, default=0.2, help="and this far ahead of the next")
     parser.add_argument("--report-only", action="store_true", help="do not write the model")
     parser.add_argument("--cache", type=Path, help="feature cache (JSON) to read or write")

@@ -69,6 +69,7 @@ from memory.sameness import (
     as_persons,
     conflicting_change,
     kept_apart,
+    led_by_others,
     named_relations,
     near,
     near_conflict,
@@ -278,8 +279,8 @@ class ConclusionStore:
         reorder: bool = False,
     ) -> None:
         """`learned`: the shipped pair judge (`memory.pairjudge`) links what the rules
-        leave unlinked (opt-in: `memory.learned_judge`); off, the rules alone decide
-        offline. `reorder`: the shipped order judge (`memory.orderjudge`) may put a newer
+        leave unlinked (`memory.learned_judge`, on in the daemon); off, the rules alone
+        decide offline. `reorder`: the shipped order judge (`memory.orderjudge`) may put a newer
         recalled row first (`memory.order_judge`, on in the daemon)."""
         self.database = database
         self.judge = judge
@@ -815,8 +816,12 @@ class ConclusionStore:
             return None  # sure of a row about another subject: nothing to link
         # what the rules hold two facts apart for (other people, someone else's, another
         # of the kind: `kept_apart`), the trees only weigh; at scale they merged two
-        # invoices of one project (bench/memory_scale.py)
-        if kept_apart(rows[i].text, text) or _numbered_apart(rows[i].text, text):
+        # invoices of one project, two releases, two people's jobs (bench/memory_scale.py)
+        if (
+            kept_apart(rows[i].text, text)
+            or _numbered_apart(rows[i].text, text)
+            or led_by_others(rows[i].text, text)
+        ):
             return None
         return rows[i], p
 
@@ -1344,13 +1349,26 @@ _STOP = STOP_WORDS | {"s"}
 
 
 _NUMBERED = re.compile(r"(?<![\w#])(?:#|№|No\.\s?)\s?(\d[\d-]*)")
+_VERSION = re.compile(r"\b(?:version|release|v)\s?(\d+(?:\.\d+)+)\b|版本\s?(\d+(?:\.\d+)+)", re.I)
+_TITLE = re.compile(
+    r"(?:(?<=\s)|^)'([A-Z][^']{2,}?)'(?=[\s,.;:!?)]|$)|\"([^\"]{3,}?)\"|“([^”]{3,}?)”|《([^》]+)》"
+)
 
 
 def _numbered_apart(old: str, new: str) -> bool:
-    """Do both statements give a thing's number (#25129, No. 7, №12) and share none? Then
-    they are two invoices, orders or tickets of one kind, whatever else they share."""
-    a, b = set(_NUMBERED.findall(old)), set(_NUMBERED.findall(new))
-    return bool(a and b and not a & b)
+    """Do both statements give a thing's number (#25129, No. 7, №12), a version (version
+    3.11, v2.9) or a title in quotes ('The Quiet Tide', 《活着》) and share none? Then they
+    are two invoices, tickets, releases or books of one kind, whatever else they share."""
+    for pattern in (_NUMBERED, _VERSION, _TITLE):
+        a, b = _numbers(pattern, old), _numbers(pattern, new)
+        if a and b and not a & b:
+            return True
+    return False
+
+
+def _numbers(pattern: re.Pattern[str], text: str) -> set[str]:
+    found = pattern.findall(text)
+    return {"".join(f) if isinstance(f, tuple) else f for f in found}
 
 
 def _tokens(text: str) -> list[str]:

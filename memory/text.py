@@ -114,6 +114,12 @@ def _segmenter():  # type: ignore[no-untyped-def]
     return jieba.posseg.POSTokenizer(jieba.Tokenizer())
 
 
+def zh_frequency(word: str) -> int:
+    """How often jieba's dictionary saw `word` (0: never; a word the segmenter made up,
+    such as most people's names: 程雪, 宋军)."""
+    return int(_segmenter().tokenizer.FREQ.get(word) or 0)
+
+
 @lru_cache(maxsize=8192)
 def zh_words(text: str) -> tuple[tuple[str, str], ...]:
     """The Chinese words of a text with their part-of-speech tags; () without Chinese."""
