@@ -66,6 +66,7 @@ from memory.redact import Redactor
 from memory.sameness import (
     NEAR_UPDATE,
     about_speaker,
+    another_named,
     as_persons,
     conflicting_change,
     kept_apart,
@@ -821,6 +822,8 @@ class ConclusionStore:
             kept_apart(rows[i].text, text)
             or _numbered_apart(rows[i].text, text)
             or led_by_others(rows[i].text, text)
+            or another_named(rows[i].text, text)
+            or _replaces_another(rows[i].text, text)
         ):
             return None
         return rows[i], p
@@ -1141,7 +1144,7 @@ class ConclusionStore:
     def linked(self, row: Conclusion) -> tuple[list[Conclusion], list[Conclusion]]:
         """What forgetting `row` takes with it: active rows stating the same fact
         (`_restatements`), and older active rows it should have replaced (an update the
-        rules missed: `_conflict`, or `memory.sameness.near`)."""
+        rules missed: `_conflict`, `memory.sameness.near`, or the learned pair judge)."""
         same = self._restatements(row, forgetting=True)
         skip = {row.id, *(r.id for r in same)}
         where = "o.status = 'active' AND o.kind = ? AND o.valid_from < ?"
@@ -1155,6 +1158,8 @@ class ConclusionStore:
             old = by_id.get(doc_id)
             if old is None or old.id in skip:
                 continue
+            if _numbered_apart(old.text, row.text):
+                continue  # another release, ticket or book: not an older value of this one
             judged = near(old.text, row.text, similarity)
             if (
                 _conflict(old, row, _keys(old.subject, old.text), keys)
@@ -1162,6 +1167,12 @@ class ConclusionStore:
                 or near_conflict(old.text, row.text, similarity)
             ):
                 older.append(old)
+        # an older value the rules could not link when it was replaced: what the pair
+        # judge would have linked then (its guards included) goes with the forgotten row
+        rest = [(doc_id, sim) for doc_id, sim in similar if doc_id not in skip]
+        learned = self._learned(row.text, row.kind, keys, rest, by_id)
+        if learned is not None and all(learned[0].id != old.id for old in older):
+            older.append(learned[0])
         return same, older
 
     def restore(self, conclusion_id: str, *, now: float | None = None) -> Conclusion | None:
@@ -1364,6 +1375,16 @@ def _numbered_apart(old: str, new: str) -> bool:
         if a and b and not a & b:
             return True
     return False
+
+
+def _replaces_another(old: str, new: str) -> bool:
+    """Does `new` name what it replaced ("no longer allergic to peanuts", "instead of the
+    Hokas") and `old` not hold it? Then `new` changed another fact. Latin names only:
+    the Chinese reading of what was replaced is too loose to hold a link back."""
+    gone = [value for value in old_values(new) if value.isascii()]
+    return bool(gone) and not any(
+        mentions(old, value) or mentions(old, value.rstrip("s")) for value in gone
+    )
 
 
 def _numbers(pattern: re.Pattern[str], text: str) -> set[str]:

@@ -1508,7 +1508,7 @@ def near_conflict(old: str, new: str, similarity: float) -> bool:
     latin = not _HAS_HAN.search(old + new)
     if similarity < (NEAR_CONFLICT_LATIN if latin else NEAR_CONFLICT) or kept_apart(old, new):
         return False
-    if _another_named(old, new):
+    if another_named(old, new):
         return False  # the budget meeting with Luisa Hoffmann, not the one with Hanna
     a, b = owners(old), owners(new)
     if (a or b) and not a & b and not (a and not b and _PRONOUN.search(new)):
@@ -1583,7 +1583,7 @@ def conflicting_change(new: str, candidates: list[tuple[str, float]]) -> int | N
 _WITH_PERSON = re.compile(r"\bwith\s+(?P<first>[A-Z][a-z]+)\s+(?P<last>[A-Z][a-z][\w-]*)")
 
 
-def _another_named(old: str, new: str) -> bool:
+def another_named(old: str, new: str) -> bool:
     """Is the new statement with another person of a stored family name ("…with Luisa
     Hoffmann" / "…with Hanna Hoffmann": two meetings)? Not "Restelo Padel" / "Cais
     Padel", two places, one of which replaced the other."""

@@ -142,6 +142,33 @@ def test_the_judge_links_an_update_the_rules_leave_unlinked(
     assert [row.text for row in store.chain(done.conclusion.id)] == [first, change]
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "taken"),
+    [
+        ("Mum's blood pressure pill is amlodipine.", "The GP put Mum on losartan last week.", True),
+        (
+            "Release 4.2 of the billing app goes out on 3 March.",
+            "Release 5.0 of the billing app goes out on 9 June.",
+            False,  # two releases: the guards hold at forget time too
+        ),
+    ],
+)
+def test_forgetting_a_value_takes_the_older_one_the_judge_would_have_linked(
+    rules_only: ConclusionStore, old: str, new: str, taken: bool
+) -> None:
+    """An update stored apart (the judge was off, or not sure then) leaves the old value
+    active; forgetting the new one must not bring the old one back as the answer."""
+    store = rules_only
+    first = store.remember(old).conclusion
+    second = store.remember(new)
+    assert second.action == "created"
+    assert store.linked(second.conclusion)[1] == []  # the rules alone leave it behind
+    store.pair_judge = _always_sure()
+    done = store.forget_with(second.conclusion.id)
+    assert [row.id for row in done] == [second.conclusion.id, *([first.id] if taken else [])]
+    assert store.get(first.id).status == ("superseded" if taken else "active")
+
+
 def test_the_judge_leaves_a_look_alike_of_someone_else_apart(rules_only: ConclusionStore) -> None:
     store = rules_only
     store.pair_judge = PairJudge.load()
