@@ -87,6 +87,7 @@ _ZH_NOT_TOPIC = frozenset(
     一下 一点 这个 那个 这里 那里 这儿 那儿 每周 每天 每月 每次 我们 你们 他们 她们 自己
     干脆 索性 反正 只好 只能 直接 终于 总算 赶紧 马上 立刻 突然 居然 竟然 果然 经常 老是
     总是 常常 偶尔 特别 非常 确实 大概 可能 应该 一般 通常
+    佢 佢哋 细路 細路 嘅 喺 咗 啲 嘢 冇 係 嚟 哋 乜嘢 而家 依家 琴日 听日 寻日
     """.split()  # noqa: SIM905
 )
 # jieba part-of-speech tags of a value: person, place, organisation, other proper name,
