@@ -1156,6 +1156,7 @@ def _han_shared(old: str, new: str) -> set[str]:
         and not any(p in v for v in vals)
         and p not in _ZH_NOT_TOPIC
         and p not in _ZH_RELATIVE
+        and p[0] != p[1]  # 乐乐, 豆豆 (a child's pet name), 常常, 天天: no topic
     }
 
 

@@ -199,6 +199,24 @@ def _always_sure() -> PairJudge:
             "Ticket #5120 is about the slow search.",
             False,
         ),
+        # one more fact of the same person, said with no cue and no topic word in common
+        (
+            "My daughter works weekends at a bookshop on Byres Road.",
+            "We phone our daughter every Sunday at noon.",
+            False,
+        ),
+        # a change of what the stored row does not hold: another fact changed
+        (
+            "My neighbour Tom is allergic to shellfish.",
+            "Tom from the pottery class is no longer allergic to peanuts.",
+            False,
+        ),
+        # another person of the same family name: another meeting
+        (
+            "The budget review with Anna Weber moved to 4 May at 09:00.",
+            "The budget review with Lena Weber moved to 4 May at 14:00.",
+            False,
+        ),
         # the same shapes where the judge may link: one holder of a role, one thing
         ("Irene Chen runs the Friday demo.", "Marcus Feng runs the Friday demo now.", True),
         (

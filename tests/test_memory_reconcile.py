@@ -1200,6 +1200,16 @@ def test_a_hedge_shared_by_two_chinese_statements_is_no_topic() -> None:
     assert "一般" not in _han_shared("我一般周二晚上去打羽毛球。", "我一般把账交给老王做。")
 
 
+def test_a_pet_name_or_a_cantonese_pronoun_is_no_shared_topic() -> None:
+    """A child's pet name (豆豆, written twice) is whom two facts are about, and 佢哋
+    ("they", Cantonese) says nothing of what: neither makes two statements one topic."""
+    from memory.sameness import _han_shared, topic
+
+    assert not _han_shared("豆豆的儿科医生是周医生。", "豆豆现在喝飞鹤的奶粉，睡前一瓶。")
+    assert "佢哋" not in topic("阿妈话佢哋改咗机票，下个礼拜三到。")
+    assert "佢哋" not in _han_shared("佢哋逢礼拜六去饮茶。", "佢哋改咗机票，下个礼拜三到。")
+
+
 def test_a_chain_is_whose_its_first_value_was(store: ConclusionStore) -> None:
     """Our boiler man, replaced by a row that reads like his nephew's fact, still
     answers a question about our boiler before another row of ours that sounds as near."""
