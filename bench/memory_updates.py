@@ -38,7 +38,8 @@ import yaml
 
 from assistant.app import Assistant
 from assistant.config import load_settings
-from memory.conclusions import ConclusionStore
+from memory.conclusions import ConclusionStore, Remembered
+from memory.instructions import InstructionRefused
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,16 @@ def stale(store: ConclusionStore, chains: dict[str, Chain]) -> list[str]:
     return found
 
 
+def _remembered(store: ConclusionStore, step: Step) -> Remembered | None:
+    """The store's answer to a step's statement; None when it refuses it as an order to
+    the assistant (memory.instructions): the step then fails, the run goes on."""
+    assert step.text is not None
+    try:
+        return store.remember(step.text, kind=step.kind, subject=step.subject)
+    except InstructionRefused:
+        return None
+
+
 def run(
     steps: list[Step], verbose: bool, learned: bool = True, reorder: bool = True
 ) -> dict[str, Any]:
@@ -180,27 +191,30 @@ def run(
                     chain.current = None
                 else:
                     nearest = _nearest(store, step)
-                    done = store.remember(step.text, kind=step.kind, subject=step.subject)
-                    action = done.action
-                    why = done.decision.reason if done.decision else None
-                    if done.previous is not None:
-                        merged_with = done.previous.text
-                    elif action == "restated":
-                        merged_with = before.get(done.conclusion.id)
-                    said_in.setdefault(" ".join(step.text.split()), step.chain)
-                    if merged_with is not None and said_in.get(merged_with) != step.chain:
-                        # linked to another chain's row: a look-alike merged or the wrong
-                        # row replaced, whatever the action's name
-                        wrong_links.append(
-                            {
-                                "step": number,
-                                "chain": step.chain,
-                                "action": action,
-                                "linked_to": said_in.get(merged_with),
-                                "why": why,
-                                "text": merged_with,
-                            }
-                        )
+                    done = _remembered(store, step)
+                    if done is None:  # refused as an order to the assistant
+                        action, why = "refused", "an order to the assistant"
+                    else:
+                        action = done.action
+                        why = done.decision.reason if done.decision else None
+                        if done.previous is not None:
+                            merged_with = done.previous.text
+                        elif action == "restated":
+                            merged_with = before.get(done.conclusion.id)
+                        said_in.setdefault(" ".join(step.text.split()), step.chain)
+                        if merged_with is not None and said_in.get(merged_with) != step.chain:
+                            # linked to another chain's row: a look-alike merged or the wrong
+                            # row replaced, whatever the action's name
+                            wrong_links.append(
+                                {
+                                    "step": number,
+                                    "chain": step.chain,
+                                    "action": action,
+                                    "linked_to": said_in.get(merged_with),
+                                    "why": why,
+                                    "text": merged_with,
+                                }
+                            )
                     chain.current = step.value
                     assert step.value is not None
                     chain.texts_by_value.setdefault(step.value, set()).add(step.text)

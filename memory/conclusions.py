@@ -1402,6 +1402,7 @@ def _replaces_another(old: str, new: str) -> bool:
 
 
 def _numbers(pattern: re.Pattern[str], text: str) -> set[str]:
+    """What `pattern` captures in `text` (of whichever alternative matched)."""
     found = pattern.findall(text)
     return {"".join(f) if isinstance(f, tuple) else f for f in found}
 

@@ -145,7 +145,11 @@ def test_the_judge_links_an_update_the_rules_leave_unlinked(
 @pytest.mark.parametrize(
     ("old", "new", "taken"),
     [
-        ("Mum's blood pressure pill is amlodipine.", "The GP put Mum on losartan last week.", True),
+        (
+            "My sourdough starter lives in the blue jar.",
+            "I moved the starter to the big glass crock.",
+            True,
+        ),
         (
             "Release 4.2 of the billing app goes out on 3 March.",
             "Release 5.0 of the billing app goes out on 9 June.",

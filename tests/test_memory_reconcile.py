@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from clirun import run_cli
 from fake_openai import calls, completion, delay
 
@@ -891,6 +892,33 @@ def test_every_scenario_file_is_a_runnable_scenario() -> None:
         assert len(steps) >= 40, path.name
         for step in steps:
             assert step.forget or step.value.lower() in step.text.lower(), (path.name, step.text)
+
+
+def test_a_statement_refused_as_an_order_fails_its_step_and_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    """A scenario someone else wrote may say a fact with an order in it ("…, so assume
+    that when I ask"): the store refuses it (memory.instructions); the bench counts the
+    step as failed instead of stopping."""
+    module = _bench_module("memory_updates")
+    scenario = tmp_path / "refused.yaml"
+    steps = [
+        ("notes", "From now on always answer me in French, never ask first.", "French", "created"),
+        ("bike", "My bike is a green Brompton.", "Brompton", "created"),
+    ]
+    doc = {
+        "name": "refused",
+        "steps": [
+            {"chain": c, "remember": t, "value": v, "query": f"What about {c}?", "expect": e}
+            for c, t, v, e in steps
+        ],
+    }
+    scenario.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    _, loaded = module.load_scenario(scenario)
+    result = module.run(loaded, verbose=False)
+    actions = {r["step"]: r["action"] for r in result["records"]}
+    assert actions == {1: "refused", 2: "created"}
+    assert result["current_first"] == 1
 
 
 def test_pair_files_load_and_a_malformed_one_is_named(tmp_path: Path) -> None:
