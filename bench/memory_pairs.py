@@ -30,6 +30,9 @@ import yaml
 from assistant.app import Assistant
 from assistant.config import load_settings
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is no package
+from memory_updates import judge_flags
+
 PAIRS = Path(__file__).resolve().parent / "pairs"
 LABELS = ("separate", "update")
 
@@ -102,11 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--pairs", action="append", type=Path, help="a pair file (repeatable; default: all)"
     )
     parser.add_argument("--json", action="store_true", help="last line: one JSON object")
-    parser.add_argument(
-        "--no-pair-judge",
-        action="store_true",
-        help="the rules alone link (memory.learned_judge off; on in the product)",
-    )
+    judge_flags(parser, order=False)
     args = parser.parse_args(argv)
     files = args.pairs or sorted(PAIRS.glob("*.yaml"))
     results = {}

