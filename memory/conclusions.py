@@ -452,7 +452,11 @@ class ConclusionStore:
                 break
             hits = [Recalled(row.text, row.score or 0.0, row.similarity) for row in found]
             pick = self.order_judge.first(
-                query, hits, newer, [mutual[(top.id, found[i].id)] for i in newer]
+                query,
+                hits,
+                newer,
+                [mutual[(top.id, found[i].id)] for i in newer],
+                max(newer, key=lambda i: found[i].valid_from),
             )
             if pick is None:
                 break

@@ -668,6 +668,20 @@ def whose(text: str) -> frozenset[str]:
 _RELATIVE_CLAUSE = re.compile(r",?\s+(?:who|whom|whose|which)\b|\s[\u2014\u2013-]\s")
 
 
+def stated_as_anothers(text: str) -> bool:
+    """Does the statement open with another person's thing ("My sister's vet is …", "Our
+    neighbour's son …", "老陈的降压药…", "我姐的牙医…")? A look-alike is worded so; an
+    update of the speaker's own fact that names someone is not ("my sister-in-law got me
+    hooked on Insight Timer")."""
+    body = unicodedata.normalize("NFKC", text).strip()
+    if _EN_ANOTHERS.match(body):
+        return True
+    return any(re.match(rf"(?:我们?|咱们?|俺)?家?{re.escape(p)}的", body) for p in whose(body))
+
+
+_EN_ANOTHERS = re.compile(r"(?:my|our)\s+(?:[\w-]+\s+){0,2}?[\w-]+'s\s", re.IGNORECASE)
+
+
 def about_speaker(text: str) -> bool:
     """Is the statement about the speaker's own thing (no other person opens or owns it)?"""
     return _who(text) in (None, "me") and not _people(_main(text))
