@@ -204,7 +204,8 @@ def run(
                 merged_with, nearest, why = None, None, None
                 if step.forget:
                     target = _current_row(store, step, chain)
-                    action = "forgotten" if target and store.forget(target) else "nothing to forget"
+                    forgot = target and store.forget_with(target, asked=step.query)
+                    action = "forgotten" if forgot else "nothing to forget"
                     chain.current = None
                 else:
                     nearest = _nearest(store, step)

@@ -136,6 +136,47 @@ def test_someone_elses_look_alike_and_an_unrelated_row_stay_below(judged: Conclu
     assert store.recall("Who is my vet?", 5)[0].text.startswith("My vet is Dr. Lowe")
 
 
+# a missed update from a scenario written by someone else (bench/scenarios/heldout15)
+HEADSPACE = "I've been doing ten minutes with Headspace before work most mornings."
+INSIGHT = (
+    "Funny story, my sister-in-law got me hooked on Insight Timer — it's free, and honestly "
+    "the teachers are better — so that's what I open in the mornings now."
+)
+MEDITATION = "What app do I use for my morning meditation?"
+
+
+def test_forgetting_by_a_question_takes_the_older_value_that_would_answer_it(
+    judged: ConclusionStore,
+) -> None:
+    store = judged
+    old = store.remember(HEADSPACE).conclusion
+    for text in NOISE:
+        store.remember(text)
+    new = store.remember(INSIGHT)
+    assert new.action == "created"  # the update was missed: both values active
+    assert store.linked(new.conclusion)[1] == []  # by id alone, nothing older goes with it
+    done = store.forget_with(new.conclusion.id, asked=MEDITATION)
+    assert [row.id for row in done] == [new.conclusion.id, old.id]
+    assert store.get(old.id).status == "superseded"
+    assert store.get(old.id).superseded_by == new.conclusion.id  # kept as history
+    texts = [row.text for row in store.recall(MEDITATION, 5)]
+    assert HEADSPACE not in texts and INSIGHT not in texts
+    assert all(store.get(row.id).status == "active" for row in store.recall("passport", 5))
+
+
+def test_forgetting_by_a_question_leaves_look_alikes_and_other_facts(
+    judged: ConclusionStore,
+) -> None:
+    store = judged
+    mine = store.remember("My vet is Dr. Lowe at the Riverside practice.").conclusion
+    passport = store.remember("I keep my passport in the desk drawer.").conclusion
+    theirs = store.remember("My sister's vet is Dr. Ames at Hilltop.").conclusion
+    assert [row.id for row in store.forget_with(mine.id, asked="Who is my vet?")] == [mine.id]
+    new = store.remember(INSIGHT).conclusion
+    assert [row.id for row in store.forget_with(new.id, asked=MEDITATION)] == [new.id]
+    assert {store.get(passport.id).status, store.get(theirs.id).status} == {"active"}
+
+
 def test_the_training_cases_label_which_of_two_rows_holds_the_current_value(
     tmp_path: Path,
 ) -> None:

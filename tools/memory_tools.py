@@ -156,7 +156,7 @@ def memory_tools(store: ConclusionStore) -> list[Tool]:
     def preview_forget(args: BaseModel, context: ToolContext) -> GuardedPreview:
         assert isinstance(args, ForgetArgs)
         found = target_of(args)
-        same, older = store.linked(found) if found.status == "active" else ([], [])
+        same, older = store.linked(found, args.query) if found.status == "active" else ([], [])
         also = "".join(f"; with it: {row.id} {row.text!r}" for row in [*same, *older])
         return GuardedPreview(
             summary=f"forget {found.id}: {found.text!r} ({found.kind}, "
@@ -188,7 +188,7 @@ def memory_tools(store: ConclusionStore) -> list[Tool]:
                 )
         else:
             found = target_of(args)
-        done = store.forget_with(found.id)
+        done = store.forget_with(found.id, asked=args.query)
         if not done:
             raise ToolError("NOT_FOUND", f"no active conclusion with id {found.id!r}")
         forgotten, *also = done
