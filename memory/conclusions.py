@@ -126,6 +126,8 @@ INHERITED = 0.9
 # this sure the forgotten one answers in place of (leave one file out over 44 files, at
 # 0.9 its reorderings were 120 right and 9 wrong; at its own 0.7, 175 and 23)
 SURE_IN_PLACE = 0.9
+# recall reads at least this many rows, however few are asked for (`recall`)
+ORDER_DEPTH = 5
 
 migrations = Migrations("conclusions")
 
@@ -388,6 +390,10 @@ class ConclusionStore:
             else (clauses, params)
         )
         asked = asked_subject(query) or asked_role(query)
+        # fewer than `ORDER_DEPTH` rows asked for: read that many, so that the first row
+        # is the one a longer list would put first (the order judge weighs the top row
+        # against the newer ones below it)
+        wanted, k = k, max(k, ORDER_DEPTH) if inherit else k
         depth = max(k * 4, 20) if asked else k
         hits = self.index.search(
             query, depth + (k if inherit else 0), where=where, params=where_params, weights=weights
@@ -431,7 +437,7 @@ class ConclusionStore:
         mutual = self.index.mutual(current) if len(current) > 1 else {}
         ours = self._speakers_chains(found)
         ordered = _ordered(_speaker_first(found, query, reach, ours), asked, mutual)[:k]
-        return self._reordered(query, ordered, mutual) if inherit else ordered
+        return (self._reordered(query, ordered, mutual) if inherit else ordered)[:wanted]
 
     def _reordered(
         self, query: str, found: list[Conclusion], mutual: dict[tuple[str, str], float]

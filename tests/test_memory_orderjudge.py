@@ -123,6 +123,7 @@ def test_a_missed_update_is_recalled_first(
     with_judge, rules = _recall_both(store, query)
     assert rules[0] == first  # recall's rules alone answer with the old value
     assert with_judge[0] == change
+    assert [row.text for row in store.recall(query, 1)] == [change]  # one row asked: the same
     assert set(with_judge) == set(rules)  # reordered, nothing found or lost
     hits = {row.id: row for row in store.recall(query, 5)}
     assert hits[old.id].conflicts_with == done.conclusion.id  # the old row says what replaced it

@@ -205,6 +205,41 @@ def test_forget_waits_for_a_person_and_restore_undoes_it(
     assert code == 1 and "is active" in out
 
 
+def test_forget_by_a_question_shows_and_takes_the_missed_update_s_old_value() -> None:
+    """Heldout15's missed update (written by someone else): asked to forget the morning
+    meditation app, the preview names the old app too and the yes takes both."""
+    question = "What app do I use for my morning meditation?"
+    writer = _assistant(ScriptedModel())  # no reply: the rules reconcile
+    try:
+        assert writer.memory is not None
+        store = writer.memory.store
+        old = store.remember(
+            "I've been doing ten minutes with Headspace before work most mornings."
+        ).conclusion
+        store.remember("I keep my passport in the desk drawer.")
+        new = store.remember(
+            "Funny story, my sister-in-law got me hooked on Insight Timer — it's free, and "
+            "honestly the teachers are better — so that's what I open in the mornings now."
+        )
+        assert new.action == "created"
+    finally:
+        writer.close()
+    model = ScriptedModel([calls(("memory_forget", {"query": question})), text("pending")])
+    assistant = _assistant(model)
+    assert assistant.memory is not None
+    store = assistant.memory.store
+    try:
+        [call] = assistant.ask("forget which meditation app I use").tool_calls
+        assert "Insight Timer" in call.result["would"] and "Headspace" in call.result["would"]
+        done = assistant.confirm(call.result["action_id"]).result
+        assert [row["id"] for row in [done, *done["also"]]] == [new.conclusion.id, old.id]
+        assert [row.text for row in store.recall(question, 5)] == [
+            "I keep my passport in the desk drawer."
+        ]
+    finally:
+        assistant.close()
+
+
 def test_restore_undoes_a_replacement_too() -> None:
     """An injected "my dentist is Dr. Evil" supersedes the real value: restore brings the
     real one back and the injected one becomes its history."""
