@@ -1685,8 +1685,10 @@ def _same_speaker(
     place)."""
     if new is None or old is None or new == old:
         return True
-    if replaced.lower() == new and (old == new or old.startswith(new + " ")):
-        return True  # "Marta is fully booked, so …" of "Marta Kowalski does …": she went
+    if replaced.lower() == new and (old in (new, "me") or old.startswith(new + " ")):
+        # "Marta is fully booked, so …" of "Marta Kowalski does …": she went; "Studio Nine
+        # got double-booked, so we're …" of "Our band rehearses at Studio Nine": it went
+        return True
     if old == "me" and new in named_relations(old_text).values():
         return True  # "Oliver's practice moved …" of "My son Oliver's practice is …"
     return mentions(replaced, old) or bool(_TAKEOVER.search(text))

@@ -204,7 +204,14 @@ _EN_GONE = re.compile(
     r"|passed\s+away|is\s+gone|is\s+no\s+more|went\s+on\s+leave|is\s+on\s+leave"
     r"|(?:has\s+)?(?:gone|went)\s+(?:back\s+home\b|home\b|back\s+to\s+(?=[A-Z]))"
     r"|went\s+downhill|got\s+worse|botched|moved\s+back\s+to|is\s+fully\s+booked"
-    r"|(?:handed|passed)\s+(?:\w+\s+){0,3}(?:over|on)\s+to)\b"
+    r"|(?:handed|passed)\s+(?:\w+\s+){0,3}(?:over|on)\s+to"
+    # away or unable: "Mrs. Chan hurt her knee", "Joy's gone on maternity leave", "Jonah's
+    # booked solid", "B10 got double-booked", "Ms. Ode is off sick"
+    r"|hurt\s+(?:her|his|their)\s+\w+|broke\s+(?:her|his|their)\s+\w+"
+    r"|(?:is\s+|has\s+|was\s+)?(?:gone|going|went|off)\s+on\s+(?:maternity|paternity|parental"
+    r"|sick|medical|long)\s+leave|(?:is\s+|was\s+)?off\s+sick|fell\s+ill|got\s+sick"
+    r"|(?:is\s+|was\s+|got\s+)?(?:booked\s+(?:solid|up)|double[\s-]booked|fully\s+booked)"
+    r"|can(?:no|')t\s+make\s+it)\b"
 )
 _EN_FROM_TO = re.compile(
     r"\bfrom\s+(?:the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:]+?)\s+(?:to|into|for)\s+(?P<new>[^,.;:]+)",
@@ -222,7 +229,9 @@ _ZH_OLD: tuple[re.Pattern[str], ...] = (
     # 那个驿站关了, 王师傅调去别的小区了, 林医生退休了: the value that went away
     re.compile(
         rf"(?:^|[{_P}])(?P<old>[^{_P}]{{2,10}}?)(?:已经)?(?:关了|关门了|倒闭了|停业了|搬走了|不干了"
-        r"|退休了|离职了|辞职了|调走了|调去|去外地|回老家|休产假|休假了|请长假)"
+        r"|退休了|离职了|辞职了|调走了|调去|去外地|回老家|休产假|休假了|请长假"
+        # 王姐回国耍去了, 小橘灯开不下去了, 老陈住院了, 她来不了了
+        r"|回国|出国了|开不下去|不开了|不做了|住院了|生病了|来不了)"
     ),
     re.compile(
         rf"(?:^|[{_P}])(?P<old>[^{_P}]{{2,12}}?)(?:我们|我|咱们|他们|她们)?不(?:用|去|看|坐|骑|喝)了"
@@ -281,8 +290,9 @@ def _zh_head(value: str) -> str:
     if len(words) < 2 or not re.search(rf"[{HAN}]", value):
         return value
     for i, (_, flag) in enumerate(words[1:], start=1):
-        if flag.startswith("v"):
-            return "".join(word for word, _ in words[:i])
+        if flag.startswith("v"):  # 小橘灯那边开不下去: 小橘灯
+            head = "".join(word for word, _ in words[:i])
+            return re.sub("(?:那儿|那里|这儿|这里|那边|这边)$", "", head) or head
     return value
 
 
@@ -303,6 +313,7 @@ def old_values(text: str) -> tuple[str, ...]:
     cleaned = []
     for value in found:
         value = _OLD_LEAD.sub("", value.strip(" '\"")).strip()
+        value = re.sub("['\u2019]s$", "", value)  # "Joy's gone on leave": Joy
         if not _TITLE_END.search(value):  # a full stop ends the sentence, not "Dr."
             value = value.rstrip(".:")
         value = _WHEN_TAIL.sub("", value)  # "Tomasz on Monday", "Marcus last week": Tomasz

@@ -848,6 +848,42 @@ def test_updates_said_by_what_went_away(store: ConclusionStore, first: str, seco
     assert _active(store) == [second]
 
 
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (
+            "Priya walks our dog on weekdays.",
+            "Priya's gone on maternity leave, so Tom walks the dog for now.",
+        ),
+        (
+            "Our band rehearses at Studio Nine on Thursdays.",
+            "Studio Nine got double-booked, so we're rehearsing at the Blue Room instead.",
+        ),
+        (
+            "Marco is taking the photos at my cousin's wedding.",
+            "Marco's booked solid that weekend, so Dana is doing my cousin's wedding photos.",
+        ),
+        ("我们每周三晚上在李姐家打牌。", "李姐回国探亲去了，这阵子打牌都去小周家。"),
+        ("孩子的英语课一直在新东方上。", "新东方那边开不下去了，孩子的英语课换到了学而思。"),
+    ],
+)
+def test_updates_said_by_who_or_what_is_away_or_unable(
+    store: ConclusionStore, first: str, second: str
+) -> None:
+    """The old value is named only as gone on leave, booked up, gone abroad, closing."""
+    store.remember(first)
+    assert store.remember(second).action == "superseded"
+    assert _active(store) == [second]
+
+
+def test_someone_elses_leave_ends_nothing_of_the_speakers(store: ConclusionStore) -> None:
+    store.remember("Priya walks our dog on weekdays.")
+    store.remember("My sister's nanny is Hanna.")
+    done = store.remember("Hanna's gone on maternity leave, so my sister found a new nanny.")
+    assert done.action != "superseded" or done.previous.text == "My sister's nanny is Hanna."
+    assert "Priya walks our dog on weekdays." in _active(store)
+
+
 def test_a_friend_and_a_colleague_of_one_name_stay_two(store: ConclusionStore) -> None:
     store.remember("My friend Lotte Brandt lives in Prague now.")
     assert store.remember("My colleague Lotte Brandt lives in Porto now.").action == "created"
