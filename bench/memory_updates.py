@@ -281,6 +281,7 @@ def run(
                             "score": round(hit.score or 0.0, 4),
                             "similarity": hit.similarity,
                             "valid_from": hit.valid_from,
+                            "updated_at": hit.updated_at,
                             "kind": hit.kind,
                         }
                         for hit in hits

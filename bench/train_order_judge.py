@@ -43,20 +43,15 @@ def _cases(reports: list[Path]) -> list[dict[str, Any]]:
             vectors[text] = backend.embed_passages([text])[0]
         return vectors[text]
 
-    def features(query: str, hits: list[dict], a: int, b: int) -> list[float]:
-        """The judge's row for the recorded hit `b` against `a`, ranked above it."""
-        up, down = hits[a], hits[b]
+    def features(query: str, up: dict, down: dict, rank: int) -> list[float]:
+        """The judge's row for a recorded hit `down` against one ranked above it."""
         mutual = float(np.dot(vector(up["text"]), vector(down["text"])))
-        newest = not any(
-            hit["valid_from"] > down["valid_from"] and hit["kind"] == up["kind"] for hit in hits
-        )
         return order_features(
             query,
             Recalled(up["text"], up["score"], up["similarity"]),
             Recalled(down["text"], down["score"], down["similarity"]),
-            b - a,
+            rank,
             mutual,
-            newest,
         )
 
     steps = []
@@ -74,7 +69,7 @@ def _cases(reports: list[Path]) -> list[dict[str, Any]]:
                 for i, hit in enumerate(hits[1:], 1):
                     if hit["valid_from"] <= top["valid_from"] or hit["kind"] != top["kind"]:
                         continue
-                    row = features(step.query, hits, 0, i)
+                    row = features(step.query, top, hit, i)
                     a, b = step.value in top["text"], step.value in hit["text"]
                     label = 1 if b and not a else 0 if a and not b else None
                     pairs.append({"index": i, "row": row, "label": label})
@@ -87,7 +82,7 @@ def _cases(reports: list[Path]) -> list[dict[str, Any]]:
                         x, y = step.value in up["text"], step.value in down["text"]
                         if x == y:
                             continue
-                        row = features(step.query, hits, a, b)
+                        row = features(step.query, up, down, b - a)
                         extra.append({"row": row, "label": int(y)})
                 steps.append(
                     {

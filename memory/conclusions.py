@@ -462,11 +462,7 @@ class ConclusionStore:
                 break
             hits = [Recalled(row.text, row.score or 0.0, row.similarity) for row in found]
             pick = self.order_judge.first(
-                query,
-                hits,
-                newer,
-                [mutual[(top.id, found[i].id)] for i in newer],
-                max(newer, key=lambda i: found[i].valid_from),
+                query, hits, newer, [mutual[(top.id, found[i].id)] for i in newer]
             )
             if pick is None:
                 break
@@ -1219,7 +1215,7 @@ class ConclusionStore:
             if near is None or hit.valid_from >= row.valid_from:
                 continue
             pair = [Recalled(r.text, r.score or 0.0, r.similarity) for r in (hit, target)]
-            pick = self.order_judge.first(query, pair, [1], [near], 1)
+            pick = self.order_judge.first(query, pair, [1], [near])
             if pick is not None and pick[1] >= SURE_IN_PLACE:
                 older.append(hit)
         return older
