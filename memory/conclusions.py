@@ -122,9 +122,9 @@ SPEAKER_MARGIN = 0.05
 RECENCY_TIE = 0.15
 # the share of a replaced row's recall score its successor gets (`_inherited`)
 INHERITED = 0.9
-# forgetting a row found by a question also supersedes an older row the order judge is
-# this sure the forgotten one answers in place of (leave one file out over 44 files, at
-# 0.9 its reorderings were 120 right and 9 wrong; at its own 0.7, 175 and 23)
+# forgetting a row found by a question also supersedes an older row the order judge
+# displaced for it when this sure (its features leaving one of the 44 scenario files out:
+# at 0.9 its reorderings were 66 right and 6 wrong; at its own 0.7, 126 and 23)
 SURE_IN_PLACE = 0.9
 # recall reads at least this many rows, however few are asked for (`recall`)
 ORDER_DEPTH = 5
