@@ -114,6 +114,8 @@ def normalised(text: str) -> str:
 class Chain:
     current: str | None = None
     texts_by_value: dict[str, set[str]] = field(default_factory=dict)
+    last_step: int = 0  # the step that last spoke of it
+    query: str = ""  # its last question
 
 
 def duplicates(store: ConclusionStore) -> list[str]:
@@ -187,6 +189,7 @@ def run(
     wrong_links: list[dict[str, Any]] = []
     failures: list[dict[str, Any]] = []
     first, action_ok, max_dups = 0, 0, 0
+    later_ok, later_of = 0, 0
     steps_out = []
     dup_steps = 0
     with tempfile.TemporaryDirectory(prefix="memory-updates-") as home:
@@ -237,6 +240,10 @@ def run(
                     assert step.value is not None
                     chain.texts_by_value.setdefault(step.value, set()).add(step.text)
                 rows_added = store.stats()["total"] - rows_before
+                chain.last_step, chain.query = number, step.query
+                later = _asked_later(store, chains, step.chain, said_in)
+                later_ok += bool(later and later["ok"])
+                later_of += later is not None
                 hits = store.recall(step.query, 5)
                 top = hits[0].text if hits else None
                 if step.value is None:
@@ -273,19 +280,8 @@ def run(
                     "current_rank": rank,
                     # the ranked hits, each with the chain that said it: what a change to
                     # recall's order would have done is read off these without a rerun
-                    "hits": [
-                        {
-                            "id": hit.id,
-                            "text": hit.text,
-                            "chain": said_in.get(" ".join(hit.text.split())),
-                            "score": round(hit.score or 0.0, 4),
-                            "similarity": hit.similarity,
-                            "valid_from": hit.valid_from,
-                            "updated_at": hit.updated_at,
-                            "kind": hit.kind,
-                        }
-                        for hit in hits
-                    ],
+                    "hits": _hits(hits, said_in),
+                    "later": later,
                     "duplicates": dups,
                     "stale": stale_rows,
                 }
@@ -310,11 +306,55 @@ def run(
         "final_stale": final_stale,
         "wrong_links": wrong_links,
         "final_sweep": final_checks,
+        "asked_later": {"ok": later_ok, "of": later_of},
         "rows": stats,
         "failures": failures,
         "records": steps_out,
         "actions": dict(Counter(record["action"] for record in steps_out)),
         "expected_actions": dict(Counter(step.expect_action for step in steps)),
+    }
+
+
+def _hits(hits: list[Any], said_in: dict[str, str]) -> list[dict[str, Any]]:
+    """Recall's ranked hits as the report records them, each with the chain that said it:
+    what a change to recall's order would have done is read off these without a rerun."""
+    return [
+        {
+            "id": hit.id,
+            "text": hit.text,
+            "chain": said_in.get(" ".join(hit.text.split())),
+            "score": round(hit.score or 0.0, 4),
+            "similarity": hit.similarity,
+            "valid_from": hit.valid_from,
+            "updated_at": hit.updated_at,
+            "kind": hit.kind,
+        }
+        for hit in hits
+    ]
+
+
+def _asked_later(
+    store: ConclusionStore, chains: dict[str, Chain], this: str, said_in: dict[str, str]
+) -> dict[str, Any] | None:
+    """The question of the chain spoken of longest ago (not this step's, not forgotten),
+    asked now: is its current value first? A step's own question comes right after its
+    statement, so there the newest row is the answer, and anything that favours recency
+    scores; asked later, the newest rows are other facts' (session 19: a judge that read
+    recency gained 37 steps and lost 33 answers asked at the end). None before there is
+    another chain to ask about."""
+    waiting = [(c.last_step, name) for name, c in chains.items() if name != this and c.current]
+    if not waiting:
+        return None
+    name = min(waiting)[1]
+    chain = chains[name]
+    hits = store.recall(chain.query, 5)
+    top = hits[0].text if hits else None
+    return {
+        "chain": name,
+        "query": chain.query,
+        "ok": top is not None and chain.current is not None and chain.current in top,
+        "top": top,
+        "hits": _hits(hits, said_in),
     }
 
 
@@ -411,6 +451,11 @@ def print_report(name: str, result: dict[str, Any], elapsed: float) -> None:
     )
     sweep = result["final_sweep"]
     print(f"  final sweep, every chain re-queried: {sweep['ok']}/{sweep['of']} current value first")
+    later = result["asked_later"]
+    print(
+        f"  asked later (after each step, the fact spoken of longest ago): "
+        f"{later['ok']}/{later['of']} current value first"
+    )
     print(f"  rows: {result['rows']}")
     if result["failures"]:
         print("\nPer-step failures (wrong top hit, unexpected lifecycle action, or duplicates):")

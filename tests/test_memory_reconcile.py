@@ -957,6 +957,36 @@ def test_a_statement_refused_as_an_order_fails_its_step_and_the_run_goes_on(
     assert result["current_first"] == 1
 
 
+def test_the_bench_also_asks_about_the_fact_spoken_of_longest_ago(tmp_path: Path) -> None:
+    """After each step the bench also asks the question of the fact left longest, when
+    the newest rows are other facts' (a step's own question favours recency)."""
+    module = _bench_module("memory_updates")
+    scenario = tmp_path / "later.yaml"
+    steps = [
+        ("bike", "My bike is a green Brompton.", "Brompton", "created"),
+        ("vet", "My vet is Dr. Lowe at Harbour Vets.", "Lowe", "created"),
+        ("bike", "I sold the Brompton and ride a Pashley now.", "Pashley", "superseded"),
+    ]
+    doc = {
+        "name": "later",
+        "steps": [
+            {"chain": c, "remember": t, "value": v, "query": f"Which {c} is mine?", "expect": e}
+            for c, t, v, e in steps
+        ],
+    }
+    scenario.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    _, loaded = module.load_scenario(scenario)
+    result = module.run(loaded, verbose=False)
+    later = [r["later"] for r in result["records"]]
+    assert later[0] is None
+    assert [(x["chain"], x["query"]) for x in later[1:]] == [
+        ("bike", "Which bike is mine?"),
+        ("vet", "Which vet is mine?"),
+    ]
+    assert result["asked_later"] == {"ok": sum(x["ok"] for x in later[1:]), "of": 2}
+    assert "Lowe" in later[2]["top"]
+
+
 def test_pair_files_load_and_a_malformed_one_is_named(tmp_path: Path) -> None:
     """bench/pairs/*.yaml (look-alikes and updates, bench/memory_pairs.py) is data too."""
     module = _bench_module("memory_pairs")
