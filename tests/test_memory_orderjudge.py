@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.conclusions import ConclusionStore
+from memory.conclusions import Conclusion, ConclusionStore, Remembered
 from memory.orderjudge import FEATURES, WEIGHTS, OrderJudge, Recalled, order_features
 from memory.pairjudge import Tree
 
@@ -78,6 +78,17 @@ def judged(store: ConclusionStore) -> Iterator[ConclusionStore]:
     store.order_judge = judge
 
 
+def _missed(store: ConclusionStore, first: str, change: str) -> tuple[Conclusion, Remembered]:
+    """`first`, some unrelated rows, then `change`, which the rules leave unlinked: an
+    update missed, both values active."""
+    old = store.remember(first).conclusion
+    for text in NOISE:
+        store.remember(text)
+    done = store.remember(change)
+    assert done.action == "created"
+    return old, done
+
+
 def _recall_both(store: ConclusionStore, query: str) -> tuple[list[str], list[str]]:
     """Recall's texts with the judge and with the rules alone."""
     judge = store.order_judge
@@ -116,11 +127,7 @@ def test_a_missed_update_is_recalled_first(
     judged: ConclusionStore, first: str, change: str, query: str
 ) -> None:
     store = judged
-    old = store.remember(first).conclusion
-    for text in NOISE:
-        store.remember(text)
-    done = store.remember(change)
-    assert done.action == "created"  # the rules saw no update: both values stay active
+    old, done = _missed(store, first, change)
     with_judge, rules = _recall_both(store, query)
     assert rules[0] == first  # recall's rules alone answer with the old value
     assert with_judge[0] == change
@@ -151,11 +158,7 @@ def test_forgetting_by_a_question_takes_the_older_value_that_would_answer_it(
     judged: ConclusionStore,
 ) -> None:
     store = judged
-    old = store.remember(HEADSPACE).conclusion
-    for text in NOISE:
-        store.remember(text)
-    new = store.remember(INSIGHT)
-    assert new.action == "created"  # the update was missed: both values active
+    old, new = _missed(store, HEADSPACE, INSIGHT)
     assert store.linked(new.conclusion)[1] == []  # by id alone, nothing older goes with it
     done = store.forget_with(new.conclusion.id, asked=MEDITATION)
     assert [row.id for row in done] == [new.conclusion.id, old.id]

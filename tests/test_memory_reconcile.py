@@ -930,28 +930,36 @@ def test_every_scenario_file_is_a_runnable_scenario() -> None:
             assert step.forget or step.value.lower() in step.text.lower(), (path.name, step.text)
 
 
+def _bench_run(
+    tmp_path: Path, steps: list[tuple[str, str, str, str]], question: str
+) -> dict[str, Any]:
+    """`bench/memory_updates.py` over a scenario file of (chain, text, value, expect)
+    steps, each asked `question` with its chain's name."""
+    module = _bench_module("memory_updates")
+    scenario = tmp_path / "scenario.yaml"
+    doc = {
+        "name": "steps",
+        "steps": [
+            {"chain": c, "remember": t, "value": v, "query": question.format(c), "expect": e}
+            for c, t, v, e in steps
+        ],
+    }
+    scenario.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    _, loaded = module.load_scenario(scenario)
+    return module.run(loaded, verbose=False)
+
+
 def test_a_statement_refused_as_an_order_fails_its_step_and_the_run_goes_on(
     tmp_path: Path,
 ) -> None:
     """A scenario someone else wrote may say a fact with an order in it ("…, so assume
     that when I ask"): the store refuses it (memory.instructions); the bench counts the
     step as failed instead of stopping."""
-    module = _bench_module("memory_updates")
-    scenario = tmp_path / "refused.yaml"
     steps = [
         ("notes", "From now on always answer me in French, never ask first.", "French", "created"),
         ("bike", "My bike is a green Brompton.", "Brompton", "created"),
     ]
-    doc = {
-        "name": "refused",
-        "steps": [
-            {"chain": c, "remember": t, "value": v, "query": f"What about {c}?", "expect": e}
-            for c, t, v, e in steps
-        ],
-    }
-    scenario.write_text(yaml.safe_dump(doc), encoding="utf-8")
-    _, loaded = module.load_scenario(scenario)
-    result = module.run(loaded, verbose=False)
+    result = _bench_run(tmp_path, steps, "What about {}?")
     actions = {r["step"]: r["action"] for r in result["records"]}
     assert actions == {1: "refused", 2: "created"}
     assert result["current_first"] == 1
@@ -960,23 +968,12 @@ def test_a_statement_refused_as_an_order_fails_its_step_and_the_run_goes_on(
 def test_the_bench_also_asks_about_the_fact_spoken_of_longest_ago(tmp_path: Path) -> None:
     """After each step the bench also asks the question of the fact left longest, when
     the newest rows are other facts' (a step's own question favours recency)."""
-    module = _bench_module("memory_updates")
-    scenario = tmp_path / "later.yaml"
     steps = [
         ("bike", "My bike is a green Brompton.", "Brompton", "created"),
         ("vet", "My vet is Dr. Lowe at Harbour Vets.", "Lowe", "created"),
         ("bike", "I sold the Brompton and ride a Pashley now.", "Pashley", "superseded"),
     ]
-    doc = {
-        "name": "later",
-        "steps": [
-            {"chain": c, "remember": t, "value": v, "query": f"Which {c} is mine?", "expect": e}
-            for c, t, v, e in steps
-        ],
-    }
-    scenario.write_text(yaml.safe_dump(doc), encoding="utf-8")
-    _, loaded = module.load_scenario(scenario)
-    result = module.run(loaded, verbose=False)
+    result = _bench_run(tmp_path, steps, "Which {} is mine?")
     later = [r["later"] for r in result["records"]]
     assert later[0] is None
     assert [(x["chain"], x["query"]) for x in later[1:]] == [
