@@ -114,7 +114,7 @@ def normalised(text: str) -> str:
 class Chain:
     current: str | None = None
     texts_by_value: dict[str, set[str]] = field(default_factory=dict)
-    last_step: int = 0  # the step that last spoke of it
+    last_step: int = 0  # the step that last spoke or asked of it
     query: str = ""  # its last question
 
 
@@ -336,17 +336,18 @@ def _hits(hits: list[Any], said_in: dict[str, str]) -> list[dict[str, Any]]:
 def _asked_later(
     store: ConclusionStore, chains: dict[str, Chain], this: str, said_in: dict[str, str]
 ) -> dict[str, Any] | None:
-    """The question of the chain spoken of longest ago (not this step's, not forgotten),
-    asked now: is its current value first? A step's own question comes right after its
-    statement, so there the newest row is the answer, and anything that favours recency
-    scores; asked later, the newest rows are other facts' (session 19: a judge that read
-    recency gained 37 steps and lost 33 answers asked at the end). None before there is
-    another chain to ask about."""
+    """The question of the chain spoken or asked of longest ago (not this step's, not
+    forgotten), asked now: is its current value first? Each chain's turn comes round in
+    order. A step's own question comes right after its statement, so there the newest row
+    is the answer, and anything that favours recency scores; asked later, the newest rows
+    are other facts' (session 19: a judge that read recency gained 37 steps and lost 33
+    answers asked at the end). None before there is another chain to ask about."""
     waiting = [(c.last_step, name) for name, c in chains.items() if name != this and c.current]
     if not waiting:
         return None
     name = min(waiting)[1]
     chain = chains[name]
+    chain.last_step = max(c.last_step for c in chains.values())  # its turn is taken
     hits = store.recall(chain.query, 5)
     top = hits[0].text if hits else None
     return {
@@ -453,7 +454,7 @@ def print_report(name: str, result: dict[str, Any], elapsed: float) -> None:
     print(f"  final sweep, every chain re-queried: {sweep['ok']}/{sweep['of']} current value first")
     later = result["asked_later"]
     print(
-        f"  asked later (after each step, the fact spoken of longest ago): "
+        f"  asked later (after each step, the fact spoken or asked of longest ago): "
         f"{later['ok']}/{later['of']} current value first"
     )
     print(f"  rows: {result['rows']}")

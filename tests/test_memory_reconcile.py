@@ -965,9 +965,10 @@ def test_a_statement_refused_as_an_order_fails_its_step_and_the_run_goes_on(
     assert result["current_first"] == 1
 
 
-def test_the_bench_also_asks_about_the_fact_spoken_of_longest_ago(tmp_path: Path) -> None:
-    """After each step the bench also asks the question of the fact left longest, when
-    the newest rows are other facts' (a step's own question favours recency)."""
+def test_the_bench_also_asks_each_fact_in_turn_later(tmp_path: Path) -> None:
+    """After each step the bench also asks the question of the fact left longest (spoken
+    or asked of), when the newest rows are other facts' (a step's own question favours
+    recency); each fact's turn comes round."""
     steps = [
         ("bike", "My bike is a green Brompton.", "Brompton", "created"),
         ("vet", "My vet is Dr. Lowe at Harbour Vets.", "Lowe", "created"),
