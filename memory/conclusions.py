@@ -393,7 +393,9 @@ class ConclusionStore:
         # fewer than `ORDER_DEPTH` rows asked for: read that many, so that the first row
         # is the one a longer list would put first (the order judge weighs the top row
         # against the newer ones below it)
-        wanted, k = k, max(k, ORDER_DEPTH) if inherit else k
+        wanted = k
+        if inherit:
+            k = max(k, ORDER_DEPTH)
         depth = max(k * 4, 20) if asked else k
         hits = self.index.search(
             query, depth + (k if inherit else 0), where=where, params=where_params, weights=weights
@@ -1197,12 +1199,13 @@ class ConclusionStore:
         return same, older
 
     def _answered_in_place(self, query: str, row: Conclusion) -> list[Conclusion]:
-        """The rows recall's rules ranked above `row` for `query` until the order judge
-        put `row` first (`conflicts_with`), while it is `SURE_IN_PLACE` that `row`
-        answers in place of them: older values whose update was missed, which would
-        answer the question once `row` is forgotten. Only such rows: on the scenario
-        files, taking any older row the judge preferred `row` to took other facts (an
-        optician, a podcast) with a forgotten language partner."""
+        """The older rows recall for `query` says `row` replaces (`conflicts_with`: the
+        order judge moved `row` above them, or the rules read the two as one thing),
+        while the order judge is `SURE_IN_PLACE` that `row` answers in place of them:
+        values whose update was missed, which would answer the question once `row` is
+        forgotten. Only such rows: on the scenario files, taking any older row the judge
+        preferred `row` to took other facts (an optician, a podcast) with a forgotten
+        language partner."""
         found = self.recall(query, 5)
         target = next((hit for hit in found if hit.id == row.id), None)
         if self.order_judge is None or target is None:
@@ -1212,7 +1215,7 @@ class ConclusionStore:
         older = []
         for hit in beaten:
             near = mutual.get((hit.id, row.id))
-            if near is None or hit.valid_from >= row.valid_from:
+            if near is None:  # no vector to weigh it by
                 continue
             pair = [Recalled(r.text, r.score or 0.0, r.similarity) for r in (hit, target)]
             pick = self.order_judge.first(query, pair, [1], [near])

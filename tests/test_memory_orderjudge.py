@@ -140,6 +140,24 @@ def test_someone_elses_look_alike_and_an_unrelated_row_stay_below(judged: Conclu
     assert store.recall("Who is my vet?", 5)[0].text.startswith("My vet is Dr. Lowe")
 
 
+def _always_sure() -> OrderJudge:
+    """A judge sure of every newer row (one leaf, p ≈ 0.98): what recall and forget do
+    with its moves is theirs. (The shipped judge, trained on questions asked later, is
+    rarely this sure.)"""
+    leaf = Tree((-2,), (-2.0,), (-1,), (-1,), (4.0,))
+    return OrderJudge((leaf,), base=0.0, rate=1.0, threshold=0.7)
+
+
+def test_a_look_alike_worded_by_a_scenario_writer_stays_below(store: ConclusionStore) -> None:
+    """heldout14_s13_b.yaml (a helper's words): 老陈's pill, said after the speaker's, stays
+    below it for the speaker's question, even for a judge sure of every move."""
+    store.order_judge = _always_sure()
+    mine = "我每天早上吃一片苯磺酸氨氯地平，控制血压用的。"
+    store.remember(mine)
+    assert store.remember("老陈的降压药跟我的不一样，他吃的是厄贝沙坦。").action == "created"
+    assert store.recall("我现在吃的是什么降压药？", 5)[0].text == mine
+
+
 # a missed update from a scenario written by someone else (bench/scenarios/heldout15)
 HEADSPACE = "I've been doing ten minutes with Headspace before work most mornings."
 INSIGHT = (
@@ -147,14 +165,6 @@ INSIGHT = (
     "the teachers are better — so that's what I open in the mornings now."
 )
 MEDITATION = "What app do I use for my morning meditation?"
-
-
-def _always_sure() -> OrderJudge:
-    """A judge sure of every newer row (one leaf, p ≈ 0.98): what recall and forget do
-    with its moves is theirs. (The shipped judge, trained on questions asked later, is
-    rarely this sure.)"""
-    leaf = Tree((-2,), (-2.0,), (-1,), (-1,), (4.0,))
-    return OrderJudge((leaf,), base=0.0, rate=1.0, threshold=0.7)
 
 
 def test_forgetting_by_a_question_takes_the_older_value_that_would_answer_it(
