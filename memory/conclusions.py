@@ -76,6 +76,7 @@ from memory.sameness import (
     near,
     near_conflict,
     nearest_change,
+    of_another,
     restates,
     same_people,
     says_again,
@@ -821,7 +822,10 @@ class ConclusionStore:
         # vegetable plot's rent "won" a restatement of the dose at 0.97)
         rows = [old for doc_id, _ in similar if (old := by_id.get(doc_id)) and old.kind == kind]
         sims = dict(similar)
-        pick = self.pair_judge.pick(text, [Candidate(old.text, sims[old.id]) for old in rows])
+        others = frozenset(i for i, old in enumerate(rows) if of_another(old.text, text))
+        pick = self.pair_judge.pick(
+            text, [Candidate(old.text, sims[old.id]) for old in rows], others
+        )
         if pick is None:
             return None
         i, p = pick
@@ -878,6 +882,9 @@ class ConclusionStore:
             return None
         fresh = values(text) - values(last.text, loose=True)
         others = owners(text) - owners(last.text)
+        gone = old_values(text)
+        if gone and not any(mentions(last.text, value) for value in gone):
+            return None  # "…March 21, not the 14th" corrects a date, not the caseworker row
         return last if fresh and not others else None
 
     def _chain_update(self, text: str, kind: str) -> Conclusion | None:

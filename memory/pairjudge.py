@@ -316,17 +316,28 @@ class PairJudge(Boosted):
         args = cls.read(path, FEATURES, "threshold", "margin")
         return None if args is None else cls(**args)
 
-    def pick(self, new: str, candidates: Sequence[Candidate]) -> tuple[int, float] | None:
+    def pick(
+        self, new: str, candidates: Sequence[Candidate], others: frozenset[int] = frozenset()
+    ) -> tuple[int, float] | None:
         """The one candidate `new` is about, with its probability: the best, when it
         reaches the threshold, no other comes within `margin` of it, and no other is
-        said in the same frame (`crowded`)."""
+        said in the same frame (`crowded`). The candidates `others` (indexes: another
+        person's facts, which `new` cannot change) are weighed as context, but neither
+        picked nor a rival ("Priya … moved over to Ward 18" does not make "I've been
+        moved across to Ward 45" a guess between two wards)."""
         if not any(c.similarity >= FLOOR for c in candidates):
             return None
         rows = features(new, candidates)
         scored = sorted(
-            ((i, 0.0 if row is None else self.probability(row)) for i, row in enumerate(rows)),
+            (
+                (i, 0.0 if row is None else self.probability(row))
+                for i, row in enumerate(rows)
+                if i not in others
+            ),
             key=lambda p: -p[1],
         )
+        if not scored:
+            return None
         i, p = scored[0]
         # a statement that the value still holds changes nothing when linked: it needs
         # more certainty than a change (leave one file out, 38 files: the one wrong

@@ -516,6 +516,8 @@ _RELATION_NAME = re.compile(
 _APPOSITIVE = re.compile(
     r"^(?P<name>[A-Z][a-z][\w-]*(?:\s+[A-Z][a-z][\w-]*)?),\s+(?:[Mm]y|[Oo]ur)\s+(?P<rel>[a-z]+),"
 )
+# a name a relative clause describes: only a person is "who" ("Priya, who I trained with, …")
+_NAME_WHO = re.compile(r"^(?P<name>[A-Z][a-z][\w-]*(?:\s+[A-Z][a-z][\w-]*)?),\s+who\b")
 _ZH_RELATION_NAME = re.compile(
     rf"^我(?:们)?的?(?P<rel>[{HAN}]{{2}})(?P<name>[{_SURNAMES}][{HAN}]{{1,2}}?)(?=现在|已经|在|是|住|的|也|还|，|,)"
 )
@@ -536,7 +538,7 @@ def _who(text: str) -> str | None:
         return named.group("name").lower()  # "Tom, my husband, gets his eyes tested …"
     if (named := _ZH_RELATION_NAME.match(body)) and named.group("rel") in RELATION_WORDS_ZH:
         return named.group("name")
-    if found is None and (lead := _LEADING_NAME.match(body)):
+    if found is None and (lead := _LEADING_NAME.match(body) or _NAME_WHO.match(body)):
         return lead.group("name").lower()
     if found is None and (lead := _ZH_LEADING_OWNER.match(body)):
         return lead.group("name")
@@ -680,6 +682,19 @@ def stated_as_anothers(text: str) -> bool:
 
 
 _EN_ANOTHERS = re.compile(r"(?:my|our)\s+(?:[\w-]+\s+){0,2}?[\w-]+'s\s", re.IGNORECASE)
+
+
+def of_another(old: str, new: str) -> bool:
+    """Does the stored statement open with another person ("Priya, who I trained with,
+    moved to Ward 18"), whom the new one, said of the speaker, does not name? Then the
+    new one ("I've been moved to Ward 45") is no value of it, however alike."""
+    who = _who(old)
+    return (
+        who not in (None, "me")
+        and not mentions(new, who)
+        and bool(_FIRST_PERSON.search(new))
+        and not _PRONOUN.search(new)
+    )
 
 
 def about_speaker(text: str) -> bool:
@@ -872,6 +887,8 @@ _ZH_FRAME = re.compile(
     r"|(?P<s>(?:春|夏|秋|冬)(?:天|季)|暑假|寒假)"
     r"|(?P<c>大女儿|小女儿|二女儿|大儿子|小儿子|二儿子|老大|老二|老三|大宝|二宝|三宝|小宝)"
     r"|(?P<w>[东西南北](?:院|区|校区|馆)|总院|分院|本部|主校区|新校区|老校区)"
+    # the main one and the deputy: 主导师 / 副导师, 组长 / 副组长, 主卧 / 次卧
+    r"|(?P<r>[主副正次](?=导师|主任|经理|组长|队长|教练|班长|院长|校长|所长|主编|驾|卧))"
 )
 
 
@@ -1034,6 +1051,10 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
             return None  # "Thursdays clashed with my tutorials, so … Mine is Friday now"
         if _split_name(new, fresh, kept):
             return None  # "with Luisa Hoffmann" / "with Hanna Hoffmann": two people
+        if all(_person_word(w) for w in specific) and not _alike_values(
+            fresh, dropped, names=not _HAS_HAN.search(old + new)
+        ):
+            return None  # 老爸's pills are no value of 老爸's video call: one person, two facts
         why = "a new value" + (" with a change cue" if change_cue(new) else "")
         return "update", f"{why}, same topic ({', '.join(sorted(shared)[:3])})"
     who = _who(new)
@@ -1283,6 +1304,40 @@ def _same_type(fresh: set[str], kept: set[str]) -> bool:
     return bool({_kind(v) for v in fresh} & {_kind(v) for v in kept})
 
 
+def _person_word(word: str) -> bool:
+    """A word for a person (外婆, 老爸, 导师, "mum", 老周): what a statement is of, not
+    what it is about."""
+    bare = word.removeprefix("老") if len(word) > 1 and word[1:] in RELATION_WORDS_ZH else word
+    return bare in RELATION_WORDS_ZH or word.lower() in RELATION_WORDS or _kind(word) == "zh-person"
+
+
+def _broad_kind(value: str) -> str | None:
+    """A value's kind, coarse enough to compare one fact's old and new value: a time, a
+    date or number, a person, a place; None for any other Chinese noun (jieba's values
+    are all sorts of nouns, nor any capitalised English word: two such say nothing of
+    one kind)."""
+    kind = _kind(value)
+    if kind in ("zh-time", "zh-person", "number", "day"):
+        return kind
+    if re.search(r"\d|[一二三四五六七八九十两]+[月号日点楼层栋岁年期届班组队]", value):
+        return "number"
+    if re.search(f"(?:{ZH_PLACE_SUFFIXES})$", value):
+        return "zh-place"
+    return None
+
+
+def _alike_values(fresh: set[str], dropped: set[str], *, names: bool = False) -> bool:
+    """Is a new value of a kind a dropped one was (6月4号 for 6月5号, 康宁护理中心 for
+    松鹤养老院; with `names`, KPMG for Deloitte)? When the two statements share only whom
+    they are of, that is what says the new one is another value of the same fact."""
+
+    def kind(value: str) -> str | None:
+        return "name" if names and _kind(value) == "name" else _broad_kind(value)
+
+    kinds = {kind(v) for v in dropped} - {None}
+    return any(kind(v) in kinds for v in fresh)
+
+
 def _named_short(stored: set[str] | frozenset[str], text: str) -> set[str]:
     """Chinese names of the stored text the new one writes shorter (益丰 for 益丰大药房)."""
     return {
@@ -1467,6 +1522,12 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
         return None
     if _all_differ(old, new, old_now, new_vals, kept):
         return None
+    if (
+        not kept
+        and all(_person_word(w) for w in shared)
+        and not _alike_values(fresh, old_now, names=not _HAS_HAN.search(old + new))
+    ):
+        return None  # only whom both are of (老爸), and no new value of an old one's kind
     if _split_name(new, fresh, kept) or scopes(old) != scopes(new):
         return None
     if other_context(old, new, "") or other_of_kind(old, new, shared):
@@ -1513,14 +1574,16 @@ def another_count(old: str, new: str) -> bool:
     return any(unit in stated and not numbers & stated[unit] for unit, numbers in stored.items())
 
 
-def near_conflict(old: str, new: str, similarity: float) -> bool:
+def near_conflict(old: str, new: str, similarity: float, *, people: bool = True) -> bool:
     """Are two stored statements so alike that only the newer can hold ("my night shifts
     fall on Wednesday and Thursday" / "…so it's Friday and Saturday nights for me")? As
     near as one frame with another value, about the same people (the same relatives, or
     "he"/"她" for the stored one's), no other one of the kind, and both speak of one
     thing: a topic word that is no time, or a value of the stored one that is not whom
     it is about (沈老师 of "…带课的是沈老师" / "沈老师回福建老家了…", not 老陈 of "老陈的
-    降压药…" / "…老陈跟他那帮钓友…")."""
+    降压药…" / "…老陈跟他那帮钓友…"). Without `people`, a word for whom both are of
+    (亲家, 弟媳) is no such topic: two facts of one person are not one fact to replace,
+    though recall may still show the newer first."""
     latin = not _HAS_HAN.search(old + new)
     if similarity < (NEAR_CONFLICT_LATIN if latin else NEAR_CONFLICT) or kept_apart(old, new):
         return False
@@ -1533,7 +1596,7 @@ def near_conflict(old: str, new: str, similarity: float) -> bool:
     about = {
         w
         for w in _specific(shared | _han_shared(old, new), old, new)
-        if not _ZH_FRAME_WORD.search(w)
+        if not _ZH_FRAME_WORD.search(w) and (people or not _person_word(w))
     }
     if kept_values(old, new) or another_count(old, new):
         return True
@@ -1590,7 +1653,7 @@ def conflicting_change(new: str, candidates: list[tuple[str, float]]) -> int | N
         i
         for i, (old, sim) in enumerate(candidates)
         if not (gone and not any(mentions(old, value) for value in gone))
-        and near_conflict(old, new, sim)
+        and near_conflict(old, new, sim, people=False)  # 亲家's room is no value of their tea
         and not framed_apart(old, new)
     ]  # "no longer allergic to peanuts" changes what names peanuts, not another row
     return fitting[0] if len(fitting) == 1 else None
