@@ -77,6 +77,7 @@ from memory.sameness import (
     near_conflict,
     nearest_change,
     of_another,
+    relatives_named,
     restates,
     same_people,
     says_again,
@@ -885,6 +886,8 @@ class ConclusionStore:
         gone = old_values(text)
         if gone and not any(mentions(last.text, value) for value in gone):
             return None  # "…March 21, not the 14th" corrects a date, not the caseworker row
+        if relatives_named(text) - relatives_named(last.text):
+            return None  # "我把时差搞错了…老爸接视频…" corrects the call, not the cricket nets
         return last if fresh and not others else None
 
     def _chain_update(self, text: str, kind: str) -> Conclusion | None:

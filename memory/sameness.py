@@ -684,6 +684,14 @@ def stated_as_anothers(text: str) -> bool:
 _EN_ANOTHERS = re.compile(r"(?:my|our)\s+(?:[\w-]+\s+){0,2}?[\w-]+'s\s", re.IGNORECASE)
 
 
+def relatives_named(text: str) -> frozenset[str]:
+    """The words for relatives a statement writes anywhere (老爸 as 爸, "my mum" as mum)."""
+    body = unicodedata.normalize("NFKC", text).lower()
+    zh = {w for w in RELATION_WORDS_ZH if w in body}
+    zh -= {w for w in zh for v in zh if w != v and w in v}  # 爸 inside 爸爸, 老爸's 爸 kept
+    return frozenset(zh | {w for w in re.findall(r"[a-z-]+", body) if w in RELATION_WORDS})
+
+
 def of_another(old: str, new: str) -> bool:
     """Does the stored statement open with another person ("Priya, who I trained with,
     moved to Ward 18"), whom the new one, said of the speaker, does not name? Then the

@@ -670,6 +670,22 @@ def test_a_correction_naming_a_value_the_last_row_lacks_is_not_of_it(
     assert done.previous is None or "Jayden" not in done.previous.text
 
 
+def test_a_correction_naming_a_relative_the_last_row_lacks_is_not_of_it(
+    store: ConclusionStore,
+) -> None:
+    """heldout32's words: the call with dad is corrected right after the cricket nets
+    (whose row the correction must not replace)."""
+    store.remember(
+        "The club has given the midweek nets to the men's second XI, so my girls are stuck "
+        "with Friday evenings for the time being."
+    )
+    done = store.remember(
+        "哎呀，我把时差搞错了——这边周日晚上八点，杭州已经是礼拜一凌晨四点了，难怪老爸接视频"
+        "总是迷迷糊糊的。跟他商量好了，周六早上七点打，他那边下午三点，刚睡完午觉。"
+    )
+    assert done.action == "created"
+
+
 def test_a_correction_long_after_or_about_someone_else_replaces_nothing(
     store: ConclusionStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
