@@ -870,6 +870,17 @@ def zh_kinds(body: str, head: str) -> frozenset[str]:
     )
 
 
+def _named_in_change(old: str, new: str, qualifying: frozenset[str]) -> bool:
+    """Are the new text's words on a shared Chinese noun its new value, named in a change
+    that also names the stored value (老葛 in "老葛那儿价一个劲儿涨，轮胎往后从德利轮胎
+    拿了": 德利 is who sells the tyres now, not another kind of tyre)?"""
+    return (
+        change_cue(new)
+        and bool(kept_values(old, new))
+        and all(_known(q, values(new, loose=True)) for q in qualifying)
+    )
+
+
 def _kind_noun(before: str, head: str, body: str) -> bool:
     """Does a noun written onto `head` say which kind (报销系统) rather than name it (实验
     小学, 爱康国宾体检: the name is the value) or time it (新学期班主任)?"""
@@ -948,6 +959,7 @@ def other_of_kind(old: str, new: str, shared: set[str]) -> bool:
                 q_new
                 and any(q not in old for q in q_new)
                 and (not q_old or all(q not in new for q in q_old))
+                and not _named_in_change(old, new, q_new)
             ):
                 return True
         elif _unmatched(q_old, q_new) - _said_in(new) and _unmatched(q_new, q_old) - _said_in(old):

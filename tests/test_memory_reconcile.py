@@ -832,6 +832,11 @@ def test_another_one_of_the_same_kind_stays_apart(
     [
         ("Ines works on the billing team.", "Ines has moved to the search team."),
         ("外婆住在老小区的五楼。", "外婆上个月搬到我们家隔壁那栋的二楼去了。"),
+        # heldout43: the new seller names the tyres (德利轮胎), the old one is in the reason
+        (
+            "轮胎都是在纺织城老葛那儿买的，他肯给俺赊账。",
+            "老葛那儿价一个劲儿涨，轮胎往后从德利轮胎拿了。",
+        ),
         (
             "My Tuesday pottery class is at the arts centre.",
             "My pottery class moved to Thursday evenings.",
