@@ -1,10 +1,12 @@
 """Train the order judge (`memory.orderjudge`) on recall lists of scenario runs.
 
-By default on the lists of the questions asked later (`asked_later` in the reports): a
-step's own question comes right after its statement, where the newest row is the answer
-whatever it says, and a judge learning from those moved newer rows up when asked later
-(leave one file out over 44 files, at 0.7: +53 / −219 later questions; learning from the
-later ones: +22 / −14, and +35 / −0 on the steps' own).
+By default on both kinds of recall list: each step's own question and the one asked
+later of the fact left longest (`asked_later` in the reports). Never on the steps' own
+alone: asked right after its statement, the newest row is the answer whatever it says,
+and a judge learning only from those moved newer rows up when asked later (leave one file
+out over 44 files, at 0.7: +53 / −219 later questions). Over 52 files, left one file out:
+both kinds at 0.8 turn +35 / −0 steps and +18 / −14 later questions; the later ones alone
+at 0.7, session 19's choice, +28 / −0 and +20 / −18 (docs/BENCHMARKS.md, session 20).
 
 Input: the `--json --no-order-judge` reports of `bench/memory_updates.py` (one per
 scenario file), whose records carry each step's ranked hits, in the order recall's rules
@@ -185,10 +187,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--train",
         choices=("later", "step", "both"),
-        default="later",
-        help="which recall lists it learns from: those asked later (default; the step's "
-        "own question comes right after its statement, where the newest row is the "
-        "answer), the steps' own, or both",
+        default="both",
+        help="which recall lists it learns from: both (default), those asked later, or "
+        "the steps' own (asked right after the statement, where the newest row is the "
+        "answer: never alone)",
     )
     args = parser.parse_args(argv)
     asked = _cases(args.reports)

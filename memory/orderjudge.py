@@ -10,10 +10,10 @@ reads them (`memory.pairjudge`: the rules' verdicts, shared topic and values, wh
 they are, the change and correction cues), how the two scored against the question, and
 how near they are to each other. Gradient-boosted trees trained offline on the recall
 lists of the scenario files (`bench/train_order_judge.py`) ship as `order_judge.json` and
-are walked here in plain Python. They learn from the questions asked later in a run: a
-judge trained on each step's own question, asked right after its statement, learned that
-the newest row answers, and moved other facts' newer rows above the answer when asked
-later (docs/BENCHMARKS.md, issue 15 session 19).
+are walked here in plain Python. They learn from each step's own question and from one
+asked later in the run: a judge trained on the steps' own alone, asked right after their
+statement, learned that the newest row answers, and moved other facts' newer rows above
+the answer when asked later (docs/BENCHMARKS.md, issue 15 sessions 19 and 20).
 
 It only reorders what recall already found: nothing is linked, replaced or dropped, so a
 wrong call costs one answer's place, never a fact.
