@@ -1108,6 +1108,8 @@ def test_the_pairs_bench_counts_false_merges_and_updates() -> None:
         "heldout36_s18_a.yaml",  # blind with the pair judge on by default (session 18)
         "heldout37_s18_b.yaml",
         "heldout45_s19_d.yaml",  # blind before session 19's changes
+        "heldout48_s20_c.yaml",  # session 20: a colleague's ward, one person's two facts
+        "heldout49_s20_d.yaml",
     ],
 )
 def test_scenarios_written_by_others_merge_no_look_alike(name: str) -> None:
