@@ -195,9 +195,9 @@ _EN_OLD: tuple[re.Pattern[str], ...] = (
         r"\s*(?:[.!?)]|$)"
     ),
 )
-_EN_GONE = re.compile(
-    r"(?:^|(?<=[\s,;.(]))(?:(?:the|my|our)\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?"
-    r"[A-Z][\w'&-]*(?:\s+[A-Z][\w'&-]*){0,3})\s+(?:has\s+|had\s+|have\s+|just\s+|finally\s+)?"
+_GONE_NAME = r"(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[A-Z][\w'&-]*(?:\s+[A-Z][\w'&-]*){0,3})"
+_GONE = (
+    r"(?:has\s+|had\s+|have\s+|just\s+|finally\s+)?"
     r"(?:met\s+its\s+end|broke(?:\s+down)?|died|stopped\s+working|gave\s+up\s+the\s+ghost"
     r"|(?:been|was|got|is)\s+(?:replaced|stolen|written\s+off|retired|discontinued)"
     r"|retired|left|quit|closed(?:\s+down)?|shut\s+down|moved\s+away|went\s+bust|stepped\s+down"
@@ -213,6 +213,10 @@ _EN_GONE = re.compile(
     r"|(?:is\s+|was\s+|got\s+)?(?:booked\s+(?:solid|up)|double[\s-]booked|fully\s+booked)"
     r"|can(?:no|')t\s+make\s+it)\b"
 )
+_EN_GONE = re.compile(r"(?:^|(?<=[\s,;.(]))(?:(?:the|my|our)\s+)?" + _GONE_NAME + r"\s+" + _GONE)
+# the value named between commas: "The woman who used to run Mum's building, Sandra,
+# retired last month"
+_EN_GONE_NAMED = re.compile(r"(?<=,\s)" + _GONE_NAME + r",\s+" + _GONE)
 _EN_FROM_TO = re.compile(
     r"\bfrom\s+(?:the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:]+?)\s+(?:to|into|for)\s+(?P<new>[^,.;:]+)",
     re.I,
@@ -307,7 +311,9 @@ def old_values(text: str) -> tuple[str, ...]:
     Tuesday to Thursday" -> Tuesday, "不再去何医生那里" -> 何医生."""
     body = unicodedata.normalize("NFKC", text)
     found = [m.group("old") for pattern in _EN_OLD for m in pattern.finditer(body)]
-    found += [m.group("old") for m in _EN_GONE.finditer(body)]
+    found += [
+        m.group("old") for pattern in (_EN_GONE, _EN_GONE_NAMED) for m in pattern.finditer(body)
+    ]
     if _CHANGE_VERB.search(body) or _ZH_CUE.search(body):
         found += [m.group("old") for m in _EN_FROM_TO.finditer(body)]
     found += [m.group("old") for pattern in _ZH_OLD for m in pattern.finditer(body)]

