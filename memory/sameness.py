@@ -1071,10 +1071,8 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
             return None  # "Thursdays clashed with my tutorials, so … Mine is Friday now"
         if _split_name(new, fresh, kept):
             return None  # "with Luisa Hoffmann" / "with Hanna Hoffmann": two people
-        if _only_people(specific) and not _alike_values(
-            fresh, dropped, names=not _HAS_HAN.search(old + new)
-        ):
-            return None  # 老爸's pills are no value of 老爸's video call: one person, two facts
+        if _one_persons_two_facts(specific, fresh, dropped, old, new):
+            return None  # 老爸's pills are no value of 老爸's video call
         why = "a new value" + (" with a change cue" if change_cue(new) else "")
         return "update", f"{why}, same topic ({', '.join(sorted(shared)[:3])})"
     who = _who(new)
@@ -1343,9 +1341,14 @@ def _people_words(words: set[str] | frozenset[str]) -> set[str]:
     return {w for w in words if w in people or any(w in p for p in people)}
 
 
-def _only_people(words: set[str] | frozenset[str]) -> bool:
-    """Are the shared topic words all words for people (or pieces of one)?"""
-    return not set(words) - _people_words(words)
+def _one_persons_two_facts(
+    shared: set[str], fresh: set[str], dropped: set[str] | frozenset[str], old: str, new: str
+) -> bool:
+    """Do two statements share, as topic, only words for whom they are of (老爸, 亲家母),
+    and name no new value of a kind a dropped one was? Then they are two facts of one
+    person (老爸's pills, 老爸's video call), not one fact changed."""
+    only_people = bool(shared) and not set(shared) - _people_words(shared)
+    return only_people and not _alike_values(fresh, dropped, names=not _HAS_HAN.search(old + new))
 
 
 def _broad_kind(value: str) -> str | None:
@@ -1559,12 +1562,8 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
         return None
     if _all_differ(old, new, old_now, new_vals, kept):
         return None
-    if (
-        not kept
-        and _only_people(shared)
-        and not _alike_values(fresh, old_now, names=not _HAS_HAN.search(old + new))
-    ):
-        return None  # only whom both are of (老爸), and no new value of an old one's kind
+    if not kept and _one_persons_two_facts(shared, fresh, old_now, old, new):
+        return None
     if _split_name(new, fresh, kept) or scopes(old) != scopes(new):
         return None
     if other_context(old, new, "") or other_of_kind(old, new, shared):
