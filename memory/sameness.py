@@ -538,7 +538,7 @@ def _who(text: str) -> str | None:
         return named.group("name").lower()  # "Tom, my husband, gets his eyes tested …"
     if (named := _ZH_RELATION_NAME.match(body)) and named.group("rel") in RELATION_WORDS_ZH:
         return named.group("name")
-    if found is None and (lead := _LEADING_NAME.match(body) or _NAME_WHO.match(body)):
+    if found is None and (lead := _LEADING_NAME.match(body) or _named_who(body)):
         return lead.group("name").lower()
     if found is None and (lead := _ZH_LEADING_OWNER.match(body)):
         return lead.group("name")
@@ -557,6 +557,21 @@ def _who(text: str) -> str | None:
         if following not in _ZH_TITLES and not words[0][0].endswith(tuple(_ZH_TITLES)):
             return words[0][0]  # 孙浩对花生过敏; not 周医生去外地进修了 (a role-holder)
     return found
+
+
+def _named_who(body: str) -> re.Match[str] | None:
+    """ "Priya, who …" opening a statement; not "Anyway, who knows why, …" nor a day."""
+    match = _NAME_WHO.match(body)
+    if match is None or match.group("name").lower() in _NOT_A_NAME | _NOT_A_PERSON:
+        return None
+    return match
+
+
+# words a sentence opens with before ", who …" that name no one
+_NOT_A_PERSON = frozenset(
+    """anyway honestly well so oh ok okay yes no right sure actually basically
+    seriously""".split()  # noqa: SIM905
+)
 
 
 def _zh_nickname(words: tuple[tuple[str, str], ...]) -> str | None:

@@ -1590,3 +1590,12 @@ def test_pieces_of_a_word_for_a_person_are_no_shared_topic(store: ConclusionStor
     """家母 is written inside 亲家母 in both: still only whom both statements are of."""
     store.remember("亲家母腰不好，在看推拿的张医生。")
     assert store.remember("亲家母以后改去游泳了，每周三下午。").action == "created"
+
+
+def test_a_name_described_by_who_is_a_person_an_interjection_is_not() -> None:
+    from memory.sameness import of_another
+
+    priya = "Priya, who I did my preceptorship with, moved over to Ward 18 last month."
+    mine = "I've been moved across to Ward 45, the stroke unit."
+    assert of_another(priya, mine)
+    assert not of_another("Anyway, who knows why, but the ward round is at 9 now.", mine)
