@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from judges import always_sure
 
 from memory.conclusions import Conclusion, ConclusionStore, Remembered
 from memory.orderjudge import FEATURES, WEIGHTS, OrderJudge, Recalled, order_features
@@ -127,7 +128,7 @@ def test_a_missed_update_is_recalled_first(
 ) -> None:
     store = judged
     if not shipped:
-        store.order_judge = _always_sure()
+        store.order_judge = always_sure()
     old, done = _missed(store, first, change)
     with_judge, rules = _recall_both(store, query)
     assert rules[0] == first  # recall's rules alone answer with the old value
@@ -146,18 +147,10 @@ def test_someone_elses_look_alike_and_an_unrelated_row_stay_below(judged: Conclu
     assert store.recall("Who is my vet?", 5)[0].text.startswith("My vet is Dr. Lowe")
 
 
-def _always_sure() -> OrderJudge:
-    """A judge sure of every newer row (one leaf, p ≈ 0.98): what recall and forget do
-    with its moves is theirs. (The shipped judge, trained on both kinds of question, is
-    rarely this sure.)"""
-    leaf = Tree((-2,), (-2.0,), (-1,), (-1,), (4.0,))
-    return OrderJudge((leaf,), base=0.0, rate=1.0, threshold=0.7)
-
-
 def test_a_look_alike_worded_by_a_scenario_writer_stays_below(store: ConclusionStore) -> None:
     """heldout14_s13_b.yaml (a helper's words): 老陈's pill, said after the speaker's, stays
     below it for the speaker's question, even for a judge sure of every move."""
-    store.order_judge = _always_sure()
+    store.order_judge = always_sure()
     mine = "我每天早上吃一片苯磺酸氨氯地平，控制血压用的。"
     store.remember(mine)
     assert store.remember("老陈的降压药跟我的不一样，他吃的是厄贝沙坦。").action == "created"
@@ -176,7 +169,7 @@ MEDITATION = "What app do I use for my morning meditation?"
 def test_forgetting_by_a_question_takes_the_older_value_that_would_answer_it(
     store: ConclusionStore,
 ) -> None:
-    store.order_judge = _always_sure()
+    store.order_judge = always_sure()
     old, new = _missed(store, HEADSPACE, INSIGHT)
     assert store.linked(new.conclusion)[1] == []  # by id alone, nothing older goes with it
     done = store.forget_with(new.conclusion.id, asked=MEDITATION)
@@ -191,7 +184,7 @@ def test_forgetting_by_a_question_takes_the_older_value_that_would_answer_it(
 def test_forgetting_by_a_question_leaves_look_alikes_and_other_facts(
     store: ConclusionStore,
 ) -> None:
-    store.order_judge = _always_sure()
+    store.order_judge = always_sure()
     mine = store.remember("My vet is Dr. Lowe at the Riverside practice.").conclusion
     passport = store.remember("I keep my passport in the desk drawer.").conclusion
     theirs = store.remember("My sister's vet is Dr. Ames at Hilltop.").conclusion

@@ -912,17 +912,7 @@ def test_a_qualifier_that_is_the_new_value_still_updates(
             "Our payroll runs through a provider called PayWise.",
             "PayWise botched two pay runs in a row, so Gusto handles our payroll now.",
         ),
-    ],
-)
-def test_updates_said_by_what_went_away(store: ConclusionStore, first: str, second: str) -> None:
-    store.remember(first)
-    assert store.remember(second).action == "superseded"
-    assert _active(store) == [second]
-
-
-@pytest.mark.parametrize(
-    ("first", "second"),
-    [
+        # the old value named only as gone on leave, booked up, gone abroad, closing
         (
             "Priya walks our dog on weekdays.",
             "Priya's gone on maternity leave, so Tom walks the dog for now.",
@@ -937,20 +927,7 @@ def test_updates_said_by_what_went_away(store: ConclusionStore, first: str, seco
         ),
         ("我们每周三晚上在李姐家打牌。", "李姐回国探亲去了，这阵子打牌都去小周家。"),
         ("孩子的英语课一直在新东方上。", "新东方那边开不下去了，孩子的英语课换到了学而思。"),
-    ],
-)
-def test_updates_said_by_who_or_what_is_away_or_unable(
-    store: ConclusionStore, first: str, second: str
-) -> None:
-    """The old value is named only as gone on leave, booked up, gone abroad, closing."""
-    store.remember(first)
-    assert store.remember(second).action == "superseded"
-    assert _active(store) == [second]
-
-
-@pytest.mark.parametrize(
-    ("first", "second"),
-    [
+        # the same, in the words of helpers who never read this code (their files)
         (  # bench/scenarios/heldout21_s14_d.yaml
             "Joy handles the customer-service chats on weekends; she works from home in Huizhou.",
             "Joy's gone on maternity leave — we sent her a ridiculous fruit basket and she "
@@ -967,10 +944,7 @@ def test_updates_said_by_who_or_what_is_away_or_unable(
         ),
     ],
 )
-def test_what_went_away_worded_by_scenario_writers(
-    store: ConclusionStore, first: str, second: str
-) -> None:
-    """The same, in the words of helpers who never read this code (their files)."""
+def test_updates_said_by_what_went_away(store: ConclusionStore, first: str, second: str) -> None:
     store.remember(first)
     assert store.remember(second).action == "superseded"
     assert _active(store) == [second]
@@ -1592,10 +1566,27 @@ def test_pieces_of_a_word_for_a_person_are_no_shared_topic(store: ConclusionStor
     assert store.remember("亲家母以后改去游泳了，每周三下午。").action == "created"
 
 
-def test_a_name_described_by_who_is_a_person_an_interjection_is_not() -> None:
+def test_a_name_described_by_who_is_a_person_an_interjection_is_not(
+    store: ConclusionStore,
+) -> None:
+    """heldout32's words: Ruth's nets are hers; the speaker's girls' nets change alone."""
     from memory.sameness import of_another
 
-    priya = "Priya, who I did my preceptorship with, moved over to Ward 18 last month."
-    mine = "I've been moved across to Ward 45, the stroke unit."
-    assert of_another(priya, mine)
-    assert not of_another("Anyway, who knows why, but the ward round is at 9 now.", mine)
+    girls = store.remember(
+        "I coach the girls' under-13 cricket side — nets are on Wednesday evenings, six till "
+        "half seven."
+    ).conclusion
+    ruth = (
+        "Ruth, who coaches the boys' under-15s at the same club, has her lot in the nets on "
+        "Monday nights."
+    )
+    assert store.remember(ruth).action == "created"
+    change = (
+        "The club has given the midweek nets to the men's second XI, so my girls are stuck "
+        "with Friday evenings for the time being."
+    )
+    assert of_another(ruth, change)
+    done = store.remember(change)
+    assert done.previous is not None and done.previous.id == girls.id
+    assert ruth in _active(store)
+    assert not of_another("Anyway, who knows why, but the nets are on Friday now.", change)
