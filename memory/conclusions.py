@@ -82,6 +82,7 @@ from memory.sameness import (
     same_people,
     says_again,
     topic,
+    value_held_elsewhere,
     values,
     whose,
 )
@@ -761,7 +762,15 @@ class ConclusionStore:
         # the statements' parts (memory.sameness), trusted only when one stored fact fits:
         # among look-alikes (one template, many meetings or invoices) several would
         judged = [
-            (old, verdict) for old, sim in near_rows if (verdict := near(old.text, text, sim))
+            (old, verdict)
+            for old, sim in near_rows
+            if (verdict := near(old.text, text, sim))
+            and not (
+                verdict[0] == "update"
+                and value_held_elsewhere(
+                    old.text, text, [o.text for o, _ in near_rows if o.id != old.id]
+                )
+            )
         ]
         kin = [(old, sim) for old, sim in _kin(similar, by_id, kind) if _may_be_of(keys, old)]
         if len(judged) > 1:
