@@ -761,11 +761,13 @@ class ConclusionStore:
                 return old, "supersede", "who changed, then the new value in the same frame"
         # the statements' parts (memory.sameness), trusted only when one stored fact fits:
         # among look-alikes (one template, many meetings or invoices) several would
+        found = [(old, verdict) for old, sim in near_rows if (verdict := near(old.text, text, sim))]
+        # an update whose new values another nearby row holds speaks of that row's fact;
+        # what is left out still counts as found (no weaker rule below gets to guess)
         judged = [
             (old, verdict)
-            for old, sim in near_rows
-            if (verdict := near(old.text, text, sim))
-            and not (
+            for old, verdict in found
+            if not (
                 verdict[0] == "update"
                 and value_held_elsewhere(
                     old.text, text, [o.text for o, _ in near_rows if o.id != old.id]
@@ -775,7 +777,9 @@ class ConclusionStore:
         kin = [(old, sim) for old, sim in _kin(similar, by_id, kind) if _may_be_of(keys, old)]
         if len(judged) > 1:
             judged = _one_fitting(judged, text)
-        if judged:
+        if found and not judged:
+            pass
+        elif judged:
             first, (action, why) = judged[0]
             others = [old for old, _ in judged[1:]]
             same = {r.id for r in self._restatements(first)} if others else set()

@@ -546,9 +546,8 @@ _ZH_OTHERS = frozenset("隔壁 邻居 对门 隔壁组 别的组 其他组 他�
 
 _LEADING_NAME = re.compile(
     # not "The Thursday slot …", "At Hobsons Bay council …"
-    r"^(?!(?:(?:The|This|That|Our|My|Every|Each|Next|Last)\s+(?:"
-    + "|".join(w.capitalize() for w in sorted(WEEKDAYS))
-    + r")s?|At|In|On|For|From|With|After|Before|Since|Until|By)\s)"
+    r"^(?!(?:The|This|That|These|Those|Our|My|Every|Each|Next|Last|At|In|On|For|From|With"
+    r"|After|Before|Since|Until|By)\s)"
     r"(?P<name>[A-Z][a-z][\w-]*(?:\s+[A-Z][a-z][\w-]*)+)\s+[a-z]"
 )
 _RELATION_NAME = re.compile(
@@ -1021,7 +1020,42 @@ def other_of_kind(old: str, new: str, shared: set[str]) -> bool:
                 return True
         elif _unmatched(q_old, q_new) - _said_in(new) and _unmatched(q_new, q_old) - _said_in(old):
             return True  # a qualifier the other text says elsewhere ("…chats on weekends"
-    return False  # / "the weekend chats") describes the same thing
+        # / "the weekend chats") describes the same thing
+        elif _named_apart(old, new, head):
+            return True
+    return False
+
+
+def _named_before(text: str, head: str) -> str | None:
+    """The name written right before a noun ("Denver" of "our Denver branch"), lower-cased;
+    a weekday or month there is a value, no name."""
+    body = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
+    tokens = list(_LATIN_WORD.finditer(body))
+    for i, token in enumerate(tokens):
+        if i == 0 or stem(token.group().lower()) != head:
+            continue
+        name: list[str] = []
+        for j in range(i - 1, max(-1, i - 4), -1):
+            word = tokens[j].group()
+            if body[tokens[j].end() : tokens[j + 1].start()].strip() or not word[:1].isupper():
+                break
+            if word.lower() in _NOT_A_NAME or (j == 0 and word.lower() in _DETERMINERS):
+                break
+            name.insert(0, word.lower())
+        if name:
+            return " ".join(name)
+    return None
+
+
+def _named_apart(old: str, new: str, head: str) -> bool:
+    """Do both put a different name right before the shared noun, neither naming the
+    other's ("our Denver branch" / "the Austin branch", "the Blue Orchard budget meeting"
+    / "the Golden Garden budget meeting")? Two of the kind, however alike the rest."""
+    a, b = _named_before(old, head), _named_before(new, head)
+    if a is None or b is None or a == b:
+        return False
+    said_old, said_new = _said_in(old), _said_in(new)
+    return not set(b.split()) <= said_old and not set(a.split()) <= said_new
 
 
 def _said_in(text: str) -> set[str]:
@@ -1625,7 +1659,7 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
         return None
     if _split_name(new, fresh, kept) or scopes(old) != scopes(new):
         return None
-    if other_of_kind(old, new, shared):
+    if other_of_kind(old, new, shared) or with_another(old, new):
         return None
     return i
 
@@ -1682,7 +1716,7 @@ def near_conflict(old: str, new: str, similarity: float) -> bool:
     latin = not _HAS_HAN.search(old + new)
     if similarity < (NEAR_CONFLICT_LATIN if latin else NEAR_CONFLICT) or kept_apart(old, new):
         return False
-    if another_named(old, new):
+    if another_named(old, new) or with_another(old, new):
         return False  # the budget meeting with Luisa Hoffmann, not the one with Hanna
     a, b = owners(old), owners(new)
     if (a or b) and not a & b and not (a and not b and _PRONOUN.search(new)):
@@ -1769,6 +1803,16 @@ def another_named(old: str, new: str) -> bool:
         (first, last) not in met and any(last == s and first != f for f, s in met)
         for first, last in ((m["first"], m["last"]) for m in _WITH_PERSON.finditer(new))
     )
+
+
+def with_another(old: str, new: str) -> bool:
+    """Are both "with" a full-named person and share no name ("the budget meeting with
+    Eva Friedrich moved to …" / "… with Klara Hahn moved to …")? Two meetings or
+    sessions, each with its own person: at 10k templated rows the weaker rules (the
+    nearest row, the one it conflicts with) linked them."""
+    a = {w for m in _WITH_PERSON.finditer(old) for w in (m["first"], m["last"])}
+    b = {w for m in _WITH_PERSON.finditer(new) for w in (m["first"], m["last"])}
+    return bool(a) and bool(b) and not a & b
 
 
 def _written_again(new: str, stored: frozenset[str] | set[str]) -> frozenset[str]:
