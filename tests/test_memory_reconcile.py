@@ -1187,6 +1187,8 @@ def test_the_pairs_bench_counts_false_merges_and_updates() -> None:
         "heldout45_s19_d.yaml",  # blind before session 19's changes
         "heldout48_s20_c.yaml",  # session 20: a colleague's ward, one person's two facts
         "heldout49_s20_d.yaml",
+        "heldout52_s21_a.yaml",  # session 21: "we" with the wife named, a coach's praise
+        "heldout53_s21_b.yaml",
     ],
 )
 def test_scenarios_written_by_others_merge_no_look_alike(name: str) -> None:
