@@ -240,8 +240,12 @@ _ZH_OLD: tuple[re.Pattern[str], ...] = (
         # 王姐回国耍去了, 小橘灯开不下去了, 老陈住院了, 她来不了了
         r"|回国|出国了|开不下去|不开了|不做了|住院了|生病了|来不了"
         # 缬沙坦停了: a medicine or service stopped
-        r"|停了|停掉了|停药了)"
+        r"|停了|停掉了|停药了"
+        # booked up, as "booked solid" in English: 王老师这学期排不开, 老周档期满了, 林医生约不上了
+        r"|排不开|排不上|档期满了|约满了|约不上|排满了|没档期)"
     ),
+    # Vogel 博士的排期排到明年了: whose schedule is full
+    re.compile(rf"(?:^|[{_P}])(?P<old>[^{_P}]{{2,10}}?)的?(?:排期|档期|号)(?:排到|约到|挂到)"),
     re.compile(
         rf"(?:^|[{_P}])(?P<old>[^{_P}]{{2,12}}?)(?:我们|我|咱们|他们|她们)?不(?:用|去|看|坐|骑|喝|吃)了"
     ),
@@ -335,6 +339,17 @@ def old_values(text: str) -> tuple[str, ...]:
             continue  # "这是他的，不是我爸的": whose it is, no value it replaced
         if re.match(r"(?:on|at|in|by|from|with|to|for|of)\s", value, re.IGNORECASE):
             continue  # "kept getting cancelled on their side": where, no value replaced
+        # "Vogel 博士": a Latin name with a Chinese title is the name ("Dr. Vogel" stored)
+        value = re.sub(
+            r"^([A-Za-z][\w.'-]*(?:\s+[A-Za-z][\w.'-]*)*)\s*(?:博士|医生|律师|老师|先生|女士|教授|经理)$",
+            r"\1",
+            value,
+        )
+        if re.fullmatch("(?:我|他|她|你|咱)们?的?", value):
+            continue  # "我的号排到下周了": whose, no value
+        value = re.sub(
+            "(?:这|本|下|上)(?:学期|阵子|个月|礼拜|星期|周)$|(?:最近|今年|明年)$", "", value
+        )
         if re.fullmatch("[一两这那同][个家位只种样回事]", value):
             continue  # "跟我们不是一个": not the same one, no value it replaced
         if value and len(value) <= 60 and value.lower() not in _STAND_INS:

@@ -68,6 +68,10 @@ def test_plain_statements_have_no_change_cue(text: str) -> None:
         ("例会从周一改为周二。", "周一"),
         # heldout52/53 (written blind): traded in, given up, with an aside after the value
         ("We finally traded in the old Roland — Meishan is running a Ceramill now.", "Roland"),
+        # booked up, in Chinese as in English; a Latin name with a Chinese title
+        ("王老师这学期排不开，钢琴课换成李老师了。", "王老师"),
+        ("林医生约不上了，我改挂了陈医生的号。", "林医生"),
+        ("Vogel 博士的排期排到明年了，我们只能找外部律所的 Schäfer 律师。", "Vogel"),
         (  # the aside in brackets ends the value (its name, Hatch, is what is looked for)
             "I gave up my desk at Hatch (the wifi kept dying) and set up at The Foundry.",
             "desk at Hatch",
@@ -969,6 +973,10 @@ def test_a_qualifier_that_is_the_new_value_still_updates(
             "most of the day.",
             "We finally traded in the old Roland — Meishan is running a Ceramill Motion 3 "
             "these days and says it's far quieter.",
+        ),
+        (  # heldout55_s21_d.yaml (written blind): whose schedule is full
+            "App Store 上架前的法务审核是 Dr. Vogel 在看，她对隐私条款特别较真。",
+            "Vogel 博士的排期排到明年了，上架审核这块我们只能找外部律所的 Schäfer 律师。",
         ),
         (  # heldout53_s21_b.yaml: leave started, "and" instead of "so"
             "At Hobsons Bay council, the heritage officer I deal with on the customs house is "
