@@ -762,8 +762,7 @@ class ConclusionStore:
         # the statements' parts (memory.sameness), trusted only when one stored fact fits:
         # among look-alikes (one template, many meetings or invoices) several would
         found = [(old, verdict) for old, sim in near_rows if (verdict := near(old.text, text, sim))]
-        # an update whose new values another nearby row holds speaks of that row's fact;
-        # what is left out still counts as found (no weaker rule below gets to guess)
+        # an update whose new values another nearby row holds speaks of that row's fact
         judged = [
             (old, verdict)
             for old, verdict in found
@@ -774,17 +773,18 @@ class ConclusionStore:
                 )
             )
         ]
+        held_elsewhere = len(judged) < len(found)
         kin = [(old, sim) for old, sim in _kin(similar, by_id, kind) if _may_be_of(keys, old)]
         if len(judged) > 1:
             judged = _one_fitting(judged, text)
-        if found and not judged:
-            pass
-        elif judged:
+        if judged:
             first, (action, why) = judged[0]
             others = [old for old, _ in judged[1:]]
             same = {r.id for r in self._restatements(first)} if others else set()
             if all(old.id in same for old in others):
                 return first, "supersede" if action == "update" else "restate", why
+        elif held_elsewhere:
+            pass  # what was left out speaks of another row: no weaker rule may guess here
         elif (
             near_rows
             and (pick := nearest_change(text, [(o.text, s) for o, s in near_rows])) is not None
