@@ -272,11 +272,16 @@ def test_a_search_over_two_collections_embeds_its_query_once(
     assert counting.queries == renamed.queries == ["Did she get a cat from the shelter?"]
 
 
-def test_chinese_queries_with_numbers_and_function_words(database: Database) -> None:
+def fts_index(database: Database, rows: dict[str, str]) -> HybridIndex:
+    """A full-text-only index holding `rows` (id: text): how queries become terms."""
     index = HybridIndex(database, "notes", "notes", None, FTS_ONLY)
-    add(
+    add(database, index, rows)
+    return index
+
+
+def test_chinese_queries_with_numbers_and_function_words(database: Database) -> None:
+    index = fts_index(
         database,
-        index,
         {
             "invoice": "发票18315号金额420元，2026年3月5日前要付款。",
             "other": "发票27781号金额96元，月底前要付款。",
@@ -297,10 +302,8 @@ def test_chinese_queries_with_numbers_and_function_words(database: Database) -> 
 def test_a_hyphenated_query_word_is_searched_as_one_phrase(database: Database) -> None:
     # heldout53 (written blind): "Which co-working space do I work from?" put the row
     # ending "Bramwell & Co." first, its rare "co" matching the "co" of "co-working"
-    index = HybridIndex(database, "notes", "notes", None, FTS_ONLY)
-    add(
+    index = fts_index(
         database,
-        index,
         {
             "broker": "Hannah uses a different mob for her PI: Bramwell & Co.",
             "desk": "I rent a desk in a co-working space in Collingwood.",
