@@ -106,20 +106,15 @@ def _recall_both(store: ConclusionStore, query: str) -> tuple[list[str], list[st
     ("first", "change", "query", "shipped"),
     [
         # the shipped judge (session 20) puts this one at 0.798, below its 0.8: what
-        # recall does with a sure judge's move is tested with one sure of every move
+        # recall does with a sure judge's move is tested with one sure of every move.
+        # (The shipped judge's own case, "The Hendersons sold their hens, so eggs come
+        # from …", is linked by session 21's rules: tests/test_memory_reconcile.py.)
         (
             "For the school run, I drive the kids on Mondays and Wednesdays.",
             "Rosa's mum has the Monday run since the timetable changed, so mine is Tuesdays "
             "and Thursdays.",
             "Which days do I do the school run?",
             False,
-        ),
-        (
-            "We buy our eggs from the Hendersons' farm stand.",
-            "The Hendersons sold their hens, so eggs come from the Saturday market stall by "
-            "the church.",
-            "Where do we get our eggs?",
-            True,
         ),
     ],
 )

@@ -135,6 +135,13 @@ def _active(store: ConclusionStore) -> list[str]:
         ("我的健身教练是阿强。", "我的健身教练换人了，现在是小美。"),
         ("我们的周报截止日是周四。", "周报截止日从周四改为周五。"),
         ("我用 Chrome 上网。", "我不再用 Chrome 了，改用 Firefox 上网。"),
+        # once the order judge's missed update (test_memory_orderjudge), linked since
+        # session 21
+        (
+            "We buy our eggs from the Hendersons' farm stand.",
+            "The Hendersons sold their hens, so eggs come from the Saturday market stall by "
+            "the church.",
+        ),
         # heldout55 (written blind): a floor says its own slot, no other word is shared
         ("我们组坐在公司四楼，靠咖啡机那一侧。", "上周我们整个组被挪到了六楼，窗外能看到电视塔。"),
     ],
