@@ -59,7 +59,14 @@ _EN_CUE = re.compile(
     r"|for\s+a\s+while|temporarily|until\s+further\s+notice|covering|cover(?:s|ing)?\s+for"
     r"|fill(?:s|ing)?\s+in|stand(?:s|ing)?\s+in|hired\s+by|joined|lately|recently"
     r"|(?:this|next)\s+(?:term|semester|season)|(?:up|down)\s+to(?=\s+[\d$€£])"
-    r"|(?<![-\w])(?:old|former|previous)(?=\s+(?!friends?\b|school\b|days\b|times\b)[a-z]))\b",
+    r"|(?<![-\w])(?:old|former|previous)(?=\s+(?!friends?\b|school\b|days\b|times\b)[a-z])"
+    # what came of something ("we're back with HireLoop", "ended up signing with …")
+    r"|ended\s+up|settled\s+on|slid|slipped|moves?\s+to|from\s+here\s+on|gone\s+(?:up|down)"
+    r"|back\s+with|bring\s+(?:\w+\s+){0,3}forward|scrap(?:ped)?|relocat\w*|pulled\s+out"
+    r"|jumped\s+ship|took\s+a\s+job|picked\s+up|went\s+over\s+to|done\s+with"
+    r"|(?:from|since)\s+(?:the\s+next|next|monday|tuesday|wednesday|thursday|friday|saturday"
+    r"|sunday|january|february|march|april|may|june|july|august|september|october|november"
+    r"|december))\b",
     re.IGNORECASE,
 )
 _ZH_CUE = re.compile(
@@ -72,6 +79,10 @@ _ZH_CUE = re.compile(
     r"|从(?:这次|今天|今年|本周|这周|下次|下周|下个月|现在|今往后)(?:开始|起)"
     r"|(?:这个|下个|这|下|本)(?:月|季度|学期|星期|礼拜|周)(?:开始|起)"
     r"|[找试换请用]了?(?:另一家|另外一家|一家新的|新的一家|别家|别的)|又找了|后来又"
+    # what came of something: "…，干脆每周星期二关门", "只好改装联通", "涨到1480", "又搬回306"
+    r"|干脆|只好|那就|于是|涨到|涨了|降到|降了|加到|减到|升到|升职|升咗|调回|搬回|挪去|挪了"
+    r"|推到|被推|最后定|最后还是|定这儿|跳槽|转头|不上了|不做了|不干了|被安排|被弄到|被排"
+    r"|开始走|入手了|顶上|换地方|改装|之後|而家|又[^，。,]{0,3}(?:回|涨|降|换|改|搬)"
 )
 # a statement that something still holds: "still", 还是, 一直 (a restatement, not a change)
 _STILL = re.compile(

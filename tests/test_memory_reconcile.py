@@ -45,6 +45,13 @@ from memory.reconcile import (
         "我现在改用 Firefox 浏览网页。",
         "我不再用微信支付了。",
         "例会从周一改为周二。",
+        # what came of something (session 22): a consequence that is the new value
+        "The stall closed, so we ended up ordering from Locavore.",
+        "Half the team kept missing it, so the retro slid to Tuesdays.",
+        "It's gone up to £21 since the spring price rise.",
+        "那边装修，我们只好去了运河边的一家小茶馆。",
+        "学费又涨了，这学期要交1500块。",
+        "208那间要拿来开会，我们又搬回306了。",
     ],
 )
 def test_change_cues_are_recognised(text: str) -> None:
@@ -144,6 +151,9 @@ def _active(store: ConclusionStore) -> list[str]:
         ),
         # heldout55 (written blind): a floor says its own slot, no other word is shared
         ("我们组坐在公司四楼，靠咖啡机那一侧。", "上周我们整个组被挪到了六楼，窗外能看到电视塔。"),
+        # consequence cues (session 22): 只好 / 又涨了 say the new value is what came of it
+        ("我们平时在西湖边的茶馆碰头。", "那边装修，我们只好去了运河边的一家小茶馆。"),
+        ("书法班的学费是一学期1200块。", "学费又涨了，这学期要交1500块。"),
     ],
 )
 def test_updates_phrased_with_cues_supersede(
