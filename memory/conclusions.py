@@ -935,19 +935,24 @@ class ConclusionStore:
         for value in old_values(text):
             new_owners = owners(clause_of(text, value)) - owners(value)
             hits = self.index.search(value, 2 * CANDIDATES, where="o.status = 'active'")
-            rows = [
+            found = [
                 row
                 for row in self._get_many(hit.id for hit in hits).values()
                 if mentions(row.text, value)
-                and (
-                    as_persons(owners(row.text) - owners(value), row.text, text)
-                    == as_persons(new_owners, text, row.text)
-                    # 马教练调走了，现在带我儿子踢球的是…: the people a later clause names
-                    or (_HAN_TEXT.search(text) and owners(row.text) == owners(text))
-                )
                 and _same_speaker(who, speaker(row.text), value, text, row.text)
                 and not other_context(row.text, text, value)
             ]
+            rows = [
+                row
+                for row in found
+                if as_persons(owners(row.text) - owners(value), row.text, text)
+                == as_persons(new_owners, text, row.text)
+                # 马教练调走了，现在带我儿子踢球的是…: the people a later clause names
+                or (_HAN_TEXT.search(text) and owners(row.text) == owners(text))
+            ]
+            if not rows and _HAN_TEXT.search(text) and not owners(text):
+                # 3号那天的号被人抢光了…: a Chinese change that leaves whose unsaid
+                rows = found
             if keys and _normalised(value) not in keys:
                 # "replaced my Pixel 7 with …": the row about the same subject, and never one
                 # about a subject of the same kind told apart (星河计划 / 白鹭项目的数据库); a

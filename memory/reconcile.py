@@ -182,6 +182,8 @@ _EN_OLD: tuple[re.Pattern[str], ...] = (
         r"\b(?:sold|ditched|dropped|gave\s+up(?!\s+the\s+ghost)|given\s+up|got\s+rid\s+of|quit|cancell?ed"
         r"|stopped\s+(?:using|seeing|going\s+to|buying\s+from|shopping\s+at|ordering\s+from)"
         r"|ended|terminated|unsubscribed\s+from|left|moved\s+away\s+from|trad(?:ed|ing)\s+in)\s+"
+        # not a particle: "someone dropped out, so I've got my slot back"
+        r"(?!(?:out|off|in|by|back|away|over|behind)\b)"
         r"(?:my\s+|our\s+|the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:!?()\u2014\u2013]+?)"
         r"(?:\s+(?:and|for|in\s+favou?r\s+of)\b|\s*(?:[,.;:!?()\u2014\u2013]|\s-\s|$))",
         re.I,
@@ -215,6 +217,10 @@ _GONE = (
     r"|passed\s+away|is\s+gone|is\s+no\s+more|went\s+on\s+leave|is\s+on\s+leave"
     r"|(?:has\s+)?(?:gone|went)\s+(?:back\s+home\b|home\b|back\s+to\s+(?=[A-Z]))"
     r"|went\s+downhill|got\s+worse|botched|moved\s+back\s+to|is\s+fully\s+booked"
+    # given away or laid up: "the Dreame went to my cousin", "The Sentinel has gone into dry dock"
+    r"|went\s+to\s+(?:my|our|a|his|her|their)\s+(?:\w+\s+){0,2}?(?:cousin|brother|sister|mum|mom|dad"
+    r"|son|daughter|friend|neighbou?r|nephew|niece|aunt|uncle|colleague|parents)"
+    r"|(?:has\s+)?(?:gone|went)\s+(?:into|in\s+for)\s+(?:dry\s*dock|repairs?|refit|the\s+shop)"
     r"|(?:handed|passed)\s+(?:\w+\s+){0,3}(?:over|on)\s+to"
     # away or unable: "Mrs. Chan hurt her knee", "Joy's gone on maternity leave", "Jonah's
     # booked solid", "B10 got double-booked", "Ms. Ode is off sick"
@@ -253,7 +259,13 @@ _ZH_OLD: tuple[re.Pattern[str], ...] = (
         # 缬沙坦停了: a medicine or service stopped
         r"|停了|停掉了|停药了"
         # booked up, as "booked solid" in English: 王老师这学期排不开, 老周档期满了, 林医生约不上了
-        r"|排不开|排不上|档期满了|约满了|约不上|排满了|没档期)"
+        r"|排不开|排不上|档期满了|约满了|约不上|排满了|没档期"
+        # 3号那天的号被人抢光了: the slot taken by others
+        r"|(?:那天)?的号被人?抢光了|被抢光了|被人订了|被别人订了)"
+    ),
+    # 老胡那儿后来不找他了: the one the speaker stopped going to, named before
+    re.compile(
+        rf"(?:^|[{_P}])(?P<old>[^{_P}]{{2,10}}?)(?:那儿|那里|那边)?(?:后来|现在)?不(?:找|去|用)(?:他|她|它|他们|她们)了"
     ),
     # Vogel 博士的排期排到明年了: whose schedule is full
     re.compile(rf"(?:^|[{_P}])(?P<old>[^{_P}]{{2,10}}?)的?(?:排期|档期|号)(?:排到|约到|挂到)"),

@@ -556,8 +556,12 @@ _RELATION_NAME = re.compile(
 _APPOSITIVE = re.compile(
     r"^(?P<name>[A-Z][a-z][\w-]*(?:\s+[A-Z][a-z][\w-]*)?),\s+(?:[Mm]y|[Oo]ur)\s+(?P<rel>[a-z]+),"
 )
-# a name a relative clause describes: only a person is "who" ("Priya, who I trained with, …")
-_NAME_WHO = re.compile(r"^(?P<name>[A-Z][a-z][\w-]*(?:\s+[A-Z][a-z][\w-]*)?),\s+who\b")
+# a name a relative clause describes: only a person is "who" ("Priya, who I trained with, …",
+# "Graeme, the fellow who keeps bees by …, swears by …")
+_NAME_WHO = re.compile(
+    r"^(?P<name>[A-Z][a-z][\w-]*(?:\s+[A-Z][a-z][\w-]*)?),\s+"
+    r"(?:(?:the|a|an)\s+(?:[a-z-]+\s+){1,2})?who\b"
+)
 _ZH_RELATION_NAME = re.compile(
     rf"^我(?:们)?的?(?P<rel>[{HAN}]{{2}})(?P<name>[{_SURNAMES}][{HAN}]{{1,2}}?)(?=现在|已经|在|是|住|的|也|还|，|,)"
 )
@@ -1346,8 +1350,8 @@ def _someone_elses_place(word: str, old: str, new: str) -> bool:
 _WEAK_TOPIC = frozenset(
     stem(w)
     for w in """teacher coach doctor team price spring summer autumn winter time day week
-    thing people 老师 教练 医生 大夫 阿姨 大爷 大妈 师傅 老板 大家 家里 门口 最后 通知 星期 礼拜
-    时间 事情 东西 孩子""".split()  # noqa: SIM905
+    thing people customer client guest 老师 教练 医生 大夫 阿姨 大爷 大妈 师傅 老板 大家 家里
+    门口 最后 通知 星期 礼拜 时间 事情 东西 孩子 客人 顾客 客户""".split()  # noqa: SIM905
 )
 
 

@@ -83,6 +83,12 @@ def test_plain_statements_have_no_change_cue(text: str) -> None:
             "I gave up my desk at Hatch (the wifi kept dying) and set up at The Foundry.",
             "desk at Hatch",
         ),
+        # session 22 (heldout56-58, written blind): given away, laid up, a slot taken, the
+        # one no longer gone to
+        ("Picked up a Roborock S8 in the sale; the Dreame went to my cousin.", "Dreame"),
+        ("The Sentinel has gone into dry dock, so I'll be on the Windward Spirit.", "Sentinel"),
+        ("3号那天的号被人抢光了，最后只约上6月10号。", "3号"),
+        ("老胡那儿后来不找他了，现在都送春熙路的小满维修。", "老胡"),
     ],
 )
 def test_the_replaced_value_is_found(text: str, old: str) -> None:
@@ -154,6 +160,20 @@ def _active(store: ConclusionStore) -> list[str]:
         # consequence cues (session 22): 只好 / 又涨了 say the new value is what came of it
         ("我们平时在西湖边的茶馆碰头。", "那边装修，我们只好去了运河边的一家小茶馆。"),
         ("书法班的学费是一学期1200块。", "学费又涨了，这学期要交1500块。"),
+        # heldout57/58 (written blind): the change names the value gone, whoever's it is
+        (
+            "I'm an engineer on the service vessel Ocean Sentinel, off the Moray coast.",
+            "The Sentinel has gone into dry dock, so for the next few trips I'll be on the "
+            "Windward Spirit.",
+        ),
+        (
+            "晓晓爸妈暑假要来住一阵，签证中心约的是6月3号。",
+            "3号那天的号被人抢光了，最后只约上6月10号。",
+        ),
+        (
+            "扫地机坏了都是拿去玉林那边的老胡家电修，便宜又快。",
+            "老胡那儿后来不找他了，现在都送春熙路的小满维修。",
+        ),
     ],
 )
 def test_updates_phrased_with_cues_supersede(
@@ -171,6 +191,31 @@ def test_a_cue_about_another_person_retires_nothing(store: ConclusionStore) -> N
     store.remember("Mira reports to Helen Park.")
     store.remember("Jonas now reports to Sam Ito.")
     assert _active(store) == ["Jonas now reports to Sam Ito.", "Mira reports to Helen Park."]
+
+
+@pytest.mark.parametrize(
+    ("mine", "theirs"),
+    [
+        # heldout57 (written blind): a name a relative clause describes is whose fact it is
+        (
+            "My bees live on a corner of Hazlehead farm, six hives along the dyke.",
+            "Graeme, the fellow who keeps bees by the old railway line, swears by Glen "
+            "Affric Queens for his colonies.",
+        ),
+        # heldout56 (written blind): guests are in every statement of a guesthouse owner
+        (
+            "这两年国内客人越来越多，我们现在单子基本都是从携程过来的了。",
+            "阿鹏去昆明打工了，接客人的事又请回了王师傅，还是他靠谱。",
+        ),
+    ],
+)
+def test_another_fact_with_a_cue_replaces_nothing(
+    store: ConclusionStore, mine: str, theirs: str
+) -> None:
+    store.remember(mine)
+    done = store.remember(theirs)
+    assert done.action == "created", done.decision
+    assert _active(store) == sorted([mine, theirs])
 
 
 def test_a_role_restated_in_other_words_is_one_row(store: ConclusionStore) -> None:
