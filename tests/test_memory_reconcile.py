@@ -193,31 +193,6 @@ def test_a_cue_about_another_person_retires_nothing(store: ConclusionStore) -> N
     assert _active(store) == ["Jonas now reports to Sam Ito.", "Mira reports to Helen Park."]
 
 
-@pytest.mark.parametrize(
-    ("mine", "theirs"),
-    [
-        # heldout57 (written blind): a name a relative clause describes is whose fact it is
-        (
-            "My bees live on a corner of Hazlehead farm, six hives along the dyke.",
-            "Graeme, the fellow who keeps bees by the old railway line, swears by Glen "
-            "Affric Queens for his colonies.",
-        ),
-        # heldout56 (written blind): guests are in every statement of a guesthouse owner
-        (
-            "这两年国内客人越来越多，我们现在单子基本都是从携程过来的了。",
-            "阿鹏去昆明打工了，接客人的事又请回了王师傅，还是他靠谱。",
-        ),
-    ],
-)
-def test_another_fact_with_a_cue_replaces_nothing(
-    store: ConclusionStore, mine: str, theirs: str
-) -> None:
-    store.remember(mine)
-    done = store.remember(theirs)
-    assert done.action == "created", done.decision
-    assert _active(store) == sorted([mine, theirs])
-
-
 def test_a_role_restated_in_other_words_is_one_row(store: ConclusionStore) -> None:
     store.remember("My barber is Kofi.")
     done = store.remember("Kofi cuts my hair.")
@@ -473,6 +448,17 @@ def test_taking_over_from_a_person_ends_that_persons_row(store: ConclusionStore)
         (
             "My wife's mum goes to aqua aerobics on Mondays.",
             "Mum has moved her aqua aerobics to Thursdays.",
+        ),
+        # heldout57 (written blind): a name a relative clause describes is whose fact it is
+        (
+            "My bees live on a corner of Hazlehead farm, six hives along the dyke.",
+            "Graeme, the fellow who keeps bees by the old railway line, swears by Glen "
+            "Affric Queens for his colonies.",
+        ),
+        # heldout56 (written blind): guests are in every statement of a guesthouse owner
+        (
+            "这两年国内客人越来越多，我们现在单子基本都是从携程过来的了。",
+            "阿鹏去昆明打工了，接客人的事又请回了王师傅，还是他靠谱。",
         ),
     ],
 )
