@@ -28,6 +28,7 @@ from memory.reconcile import (
     role_of,
     subject_of,
 )
+from memory.sameness import without_asides
 
 # -- the rules, as functions -------------------------------------------------------------------
 
@@ -1733,3 +1734,37 @@ def test_a_name_described_by_who_is_a_person_an_interjection_is_not(
     assert done.previous is not None and done.previous.id == girls.id
     assert ruth in _active(store)
     assert not of_another("Anyway, who knows why, but the nets are on Friday now.", change)
+
+
+def test_a_bracketed_aside_is_left_out_of_the_statement() -> None:
+    assert without_asides("The gym (which, as my brother keeps saying, is crowded) moved.") == (
+        "The gym moved."
+    )
+    assert without_asides("店里换了供应商（老板说原来那家发货太慢了）。") == "店里换了供应商。"
+    for kept in ("My GP (Dr. Lowe) retired.", "我女儿在高二（5）班。"):
+        assert without_asides(kept) == kept
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (
+            "Our book club meets at the Lindenhof library on Thursdays.",
+            "The Lindenhof library is shut all summer (my cousin who works there says the roof"
+            " leaks badly) so the book club meets at Café Aurora instead.",
+        ),
+        (
+            "我每个季度给我爸妈寄茶叶，一直用顺丰。",
+            "顺丰太贵了，这次给我爸寄茶叶走的是京东快递，以后就用它了。",
+        ),
+        ("我姐姐在杭州的一家银行上班。", "我姐跳槽了，现在在一家保险公司上班。"),
+        ("我哥哥的健身教练是阿杰。", "我哥的健身教练换成了小林。"),
+    ],
+)
+def test_an_aside_or_a_kin_word_said_otherwise_still_updates(
+    store: ConclusionStore, first: str, second: str
+) -> None:
+    store.remember(first)
+    done = store.remember(second)
+    assert done.action == "superseded", done.decision
+    assert _active(store) == [second]
