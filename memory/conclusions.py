@@ -81,6 +81,7 @@ from memory.sameness import (
     restates,
     same_people,
     says_again,
+    speakers_own,
     topic,
     value_held_elsewhere,
     values,
@@ -1843,7 +1844,7 @@ def _speaker_first(
         # and the rows naming the asked relative by name ("Our son Haohao lives in
         # Toronto" makes "Haohao works at Shopify" an answer to "where does our son work?")
         names = {n for c in found for r, n in named_relations(c.text).items() if r in asked}
-        about = [c for c in found if owners(c.text) & asked or _names_any(c.text, names)]
+        about = [c for c in found if speakers_own(c.text) & asked or _names_any(c.text, names)]
     elif _FIRST_PERSON.search(query):
         about = [c for c in found if not whose(c.text) or c.id in ours]
     else:

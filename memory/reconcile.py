@@ -574,6 +574,7 @@ _WHOSE = re.compile(
     r"(?:\b(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er|[Tt]heir|[Yy]our|[A-Z][\w-]*'s)\s+(?:[a-z]+\s+)?"
     r"|^\s*|[.!?;:]\s*)$"
 )
+_ONE_OF_MY = re.compile(r"\b[Oo]ne\s+of\s+(?:my|our)\s+(?:[a-z]+\s+)?([a-z]+?)s\b")
 # what follows "X's" when it is "X is" / "X has": a participle, an adverb, a preposition
 _CONTRACTED = re.compile(
     r"\s+(?:\w+ed|\w+ing|been|got|gone|not|off|away|back|out|in|on|at|into|a|an|the|very|still"
@@ -601,6 +602,12 @@ def owners(text: str) -> frozenset[str]:
         if m.group().lower() in _RELATION_WORDS
         and (_WHOSE.search(body[: m.start()]) or re.match(r"'\s", body[m.end() :]))
     }  # "the kids' dentist appointment": theirs too
+    # "Hannah, one of my flatmates, works …": one of them, a flatmate
+    found |= {
+        m.group(1).lower()
+        for m in _ONE_OF_MY.finditer(body)
+        if m.group(1).lower() in _RELATION_WORDS
+    }
     found |= (
         {
             m.group(1).lower()

@@ -395,8 +395,8 @@ def _main(text: str) -> str:
 _FILLER = re.compile(
     r"^(?:(?:对了|顺便说一句|顺便说下|顺便提一下|另外|还有|哦|噢|嗯|对|那个|说到这个|跟你说|告诉你|补充一下)"
     r"[，,：:\s]*|(?:by\s+the\s+way|btw|oh|also|and|anyway|just\s+so\s+you\s+know|fyi|heads\s+up"
-    r"|funny\s+thing|funnily\s+enough|fun\s+fact|guess\s+what|incidentally|speaking\s+of\s+which)"
-    r"[,:\s]+)+",
+    r"|funny\s+thing|funn(?:il)?y\s+enough|fun\s+fact|guess\s+what|incidentally"
+    r"|speaking\s+of\s+which)[,:\s\u2014\u2013]+)+",
     re.IGNORECASE,
 )
 
@@ -726,8 +726,9 @@ def as_persons(people: frozenset[str] | set[str], text: str, other_text: str) ->
 def whose(text: str) -> frozenset[str]:
     """The people other than the speaker a statement is about, leaving out a relative
     clause ("my sister drives a Fiat", "Tom, my husband, gets …"; not "I've carried on
-    with Lena, who my colleague Jonas recommended")."""
-    body = unicodedata.normalize("NFKC", text)
+    with Lena, who my colleague Jonas recommended"), after any opening filler ("Funny thing
+    — my flatmate Marco …")."""
+    body = _FILLER.sub("", unicodedata.normalize("NFKC", text).strip())
     return _people(_RELATIVE_CLAUSE.split(body, maxsplit=1)[0])
 
 
@@ -754,6 +755,23 @@ def relatives_named(text: str) -> frozenset[str]:
     zh = {w for w in RELATION_WORDS_ZH if w in body}
     zh -= {w for w in zh for v in zh if w != v and w in v}  # 爸 inside 爸爸, 老爸's 爸 kept
     return frozenset(zh | {w for w in re.findall(r"[a-z-]+", body) if w in RELATION_WORDS})
+
+
+def speakers_own(text: str) -> frozenset[str]:
+    """`owners` less the relatives only someone else has ("Helen's son", 同事Helen的儿子):
+    a question about "my son" is not answered by a colleague's son's plans."""
+    body = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
+    found = owners(body)
+    return frozenset(
+        w
+        for w in found
+        if not (
+            re.search(rf"[A-Z][\w-]*'s\s+(?:[a-z]+\s+)?{re.escape(w)}\b", body)
+            or re.search(rf"(?<![我们俺咱家])的{re.escape(w)}", body)
+        )
+        or re.search(rf"\b(?:my|our)\s+(?:[a-z]+\s+)?{re.escape(w)}\b", body, re.IGNORECASE)
+        or re.search(rf"(?:我|我们|咱|咱们|俺|俺们)(?:的|家的?)?{re.escape(w)}", body)
+    )
 
 
 def of_another(old: str, new: str) -> bool:

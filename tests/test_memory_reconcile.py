@@ -1768,3 +1768,34 @@ def test_an_aside_or_a_kin_word_said_otherwise_still_updates(
     done = store.remember(second)
     assert done.action == "superseded", done.decision
     assert _active(store) == [second]
+
+
+@pytest.mark.parametrize(
+    ("mine", "theirs", "question"),
+    [
+        (
+            "My PhD is co-supervised by Dr. Okafor from the physics department.",
+            "Funny thing — my flatmate Marco is doing a PhD as well, and his supervisor is"
+            " Prof. Lindqvist.",
+            "Who co-supervises my PhD?",
+        ),
+        (
+            "My locker at the hospital is number 212.",
+            "Hannah, one of my flatmates, works at the same hospital and her locker is 163.",
+            "Which locker is mine at the hospital?",
+        ),
+        (
+            "我儿子申请大学，第一志愿是爱丁堡大学。",
+            "同事Helen的儿子今年也申请大学，他的第一志愿是约克大学。",
+            "儿子申请大学最想去的是哪一所？",
+        ),
+    ],
+)
+def test_someone_elses_look_alike_is_not_the_answer_about_the_speaker(
+    store: ConclusionStore, mine: str, theirs: str, question: str
+) -> None:
+    """A flatmate named after a filler or as "one of my flatmates", a colleague's son:
+    their fact, stored after the speaker's, does not answer about the speaker's."""
+    store.remember(mine)
+    store.remember(theirs)
+    assert store.recall(question, 2)[0].text == mine
