@@ -163,6 +163,25 @@ _EN_LEAD = re.compile(
 _ZH_PUNCT = r"，。,、；;：:！!？?\s"
 _ZH_IS = r"(?:是|叫|为|换成了|换成|改成了|改成|改为|变成了|变成|改到了|改到|定在|定为|最终定为|在)"
 _ZH_NOW = r"(?:现在|目前|如今|已经|最近|刚)?"
+# a relative named after 我 without 的 (我妈, 我姐), in one spelling: "我姐住在…" and "我的姐姐
+# 住在…" speak of one subject (memory.reconcile keeps the full table of kin words)
+_ZH_KIN = {
+    **dict.fromkeys(("姐", "老姐"), "姐姐"),
+    **dict.fromkeys(("哥", "老哥"), "哥哥"),
+    **dict.fromkeys(("妹", "老妹"), "妹妹"),
+    **dict.fromkeys(("弟", "老弟"), "弟弟"),
+    **dict.fromkeys(("妈", "老妈", "母亲"), "妈妈"),
+    **dict.fromkeys(("爸", "老爸", "父亲"), "爸爸"),
+    **dict.fromkeys(("姥姥",), "外婆"),
+    **dict.fromkeys(("姥爷",), "外公"),
+}
+_ZH_KIN_WORD = "|".join(
+    sorted(
+        {*_ZH_KIN, *_ZH_KIN.values(), "老公", "老婆", "儿子", "女儿", "爷爷", "奶奶"},
+        key=len,
+        reverse=True,
+    )
+)
 _ZH_SHAPES: list[tuple[re.Pattern[str], str]] = [
     # 我把工作电脑换成了 MacBook
     (
@@ -189,6 +208,13 @@ _ZH_SHAPES: list[tuple[re.Pattern[str], str]] = [
     (
         re.compile(
             rf"^(?:我的|我们的)(?P<who>[^{_ZH_PUNCT}]{{1,8}}?){_ZH_NOW}(?:也)?(?:住在|搬到了|搬到|搬去了|搬去)"
+            r"(?P<value>.+)$"
+        ),
+        "{who} home",
+    ),
+    (
+        re.compile(
+            rf"^我(?P<who>{_ZH_KIN_WORD}){_ZH_NOW}(?:也|还|一个人)?(?:住在|搬到了|搬到|搬去了|搬去)"
             r"(?P<value>.+)$"
         ),
         "{who} home",
@@ -242,6 +268,7 @@ def _subject_from(match: re.Match[str], template: str) -> str | None:
     if who.lower() in _NOT_WHO:
         return None
     who = re.sub(r"^(?:my|our)\s+", "", who, flags=re.IGNORECASE)
+    who = _ZH_KIN.get(who, who)
     subject = _canonical(template.format(**{**parts, "who": who}))
     return None if subject in _PLURAL_RELATIONS else subject
 
@@ -379,6 +406,7 @@ _EN_ASKED: list[tuple[re.Pattern[str], str]] = [
 _ZH_ASKED: list[tuple[re.Pattern[str], str]] = [
     (re.compile(rf"^我{_ZH_NOW}住在?哪"), "home"),
     (re.compile(rf"^(?:我的|我们的)(?P<who>[^{_ZH_PUNCT}]{{1,8}}?){_ZH_NOW}住在?哪"), "{who} home"),
+    (re.compile(rf"^我(?P<who>{_ZH_KIN_WORD}){_ZH_NOW}住在?哪"), "{who} home"),
     (re.compile(rf"^我{_ZH_NOW}在哪(?:里|儿)?(?:工作|上班)"), "workplace"),
     (
         re.compile(

@@ -92,6 +92,19 @@ def test_a_chinese_value_supersedes_and_recall_answers_the_current_one(
     assert store.recall("我现在住在哪里？", 3)[0].text == "我搬到了厦门。"
 
 
+def test_a_relative_named_two_ways_in_chinese_is_one_subject(store: ConclusionStore) -> None:
+    """我姐姐 and 我姐 (no 的: how most people write a relative) are one sister: her move
+    retires the old city, while the younger sister's city is another fact."""
+    store.remember("我姐姐住在成都，离我家不远。")
+    store.remember("我妹住在重庆。")
+    done = store.remember("我姐现在住在西安了。")
+    assert done.action == "superseded"
+    assert done.previous is not None and done.previous.text == "我姐姐住在成都，离我家不远。"
+    assert _active(store) == ["我妹住在重庆。", "我姐现在住在西安了。"]
+    assert asked_subject("我姐住在哪？") == asked_subject("我的姐姐住在哪里？") == "姐姐 home"
+    assert store.recall("我姐住在哪？", 3)[0].text == "我姐现在住在西安了。"
+
+
 def test_moving_without_a_subject_supersedes_and_keeps_history(store: ConclusionStore) -> None:
     store.remember("I live in Graz.")
     store.remember("My sister Vera lives in Linz.")
@@ -286,6 +299,9 @@ def test_recall_of_history_puts_the_newer_value_first(store: ConclusionStore) ->
         ("I switched my work laptop to a Dell XPS 13", "work laptop", "Dell XPS 13"),
         ("I've replaced my phone with a new Moto G84", "phone", "Moto G84"),
         ("我把工作电脑换成了联想小新", "工作电脑", "联想小新"),
+        ("我姐一个人住在成都", "姐姐 home", "成都"),
+        ("我的姐姐住在杭州", "姐姐 home", "杭州"),
+        ("我老爸搬到大连了", "爸爸 home", "大连了"),
     ],
 )
 def test_subject_and_value_of_common_shapes(text: str, subject: str, value: str) -> None:

@@ -1515,6 +1515,20 @@ def test_a_hedge_shared_by_two_chinese_statements_is_no_topic() -> None:
     assert "一般" not in _han_shared("我一般周二晚上去打羽毛球。", "我一般把账交给老王做。")
 
 
+def test_a_stretch_of_time_or_a_degree_word_is_no_shared_topic() -> None:
+    """Waiting 半天 in two statements, or 人最 / 俩礼 cut out of 人最多 and 俩礼拜天, makes
+    two facts no more one topic than a shared 的 would (two blind files linked such pairs:
+    heldout62, heldout64, session 24); a market that closes stays one topic."""
+    from memory.sameness import _han_shared
+
+    waited = ("修车铺让我等了半天才修好。", "银行排队排了半天，卡还是没办下来。")
+    assert "半天" not in _han_shared(*waited)
+    assert not _han_shared("周六那家店人最多。", "健身房晚上人最多。")
+    assert "俩礼" not in _han_shared("我们俩礼拜天去爬山。", "他们俩礼拜天都加班。")
+    shared = _han_shared("我家楼下的菜市场周日关门。", "菜市场改成周一关门了。")
+    assert {"菜市", "市场", "关门"} <= shared
+
+
 def test_a_pet_name_or_a_cantonese_pronoun_is_no_shared_topic() -> None:
     """A child's pet name (豆豆, written twice) is whom two facts are about, and 佢哋
     ("they", Cantonese) says nothing of what: neither makes two statements one topic."""
