@@ -31,7 +31,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from memory.extraction import slot_of
+from memory.extraction import KIN_GROUPS, slot_of
 from memory.text import HAN, zh_words
 
 Action = Literal["new", "restatement", "update", "unrelated"]
@@ -520,28 +520,7 @@ WEEKDAYS = frozenset(["monday", "tuesday", "wednesday", "thursday", "friday", "s
 
 # -- who a statement is about ------------------------------------------------------------------
 
-# one relative, many words: "my mother" and "Mum" are one person, so are 我妈 and 母亲
-# (heldout52, written blind: "Mum has started going to … church on Sundays, so Saturday is
-# our video-call night now" was kept apart from "We video-call my mother … every Sunday")
-_KIN = (
-    "mother mum mom mam mummy mommy 妈 妈妈 老妈 母亲 娘 老娘 俺娘",
-    "father dad daddy papa 爸 爸爸 老爸 父亲 爹 老爹",
-    "grandmother grandma granny gran nan nana",
-    "grandfather grandpa granddad grandad",
-    "外婆 姥姥",
-    "外公 姥爷",
-    "husband hubby 老公 丈夫",
-    "wife missus 老婆 妻子 太太 媳妇",
-    "parents folks 爸妈 父母",
-    "kids kid children child 孩子 孩子们 娃",
-    "daughter 女儿 闺女 丫头",
-    "son 儿子",
-    "姐 姐姐 老姐",
-    "妹 妹妹 老妹",
-    "哥 哥哥 老哥",
-    "弟 弟弟 老弟",
-)
-_KIN_OF = {word: frozenset(group.split()) for group in _KIN for word in group.split()}
+_KIN_OF = {word: frozenset(group.split()) for group in KIN_GROUPS for word in group.split()}
 
 
 def kin_forms(word: str) -> frozenset[str]:

@@ -105,6 +105,19 @@ def test_a_relative_named_two_ways_in_chinese_is_one_subject(store: ConclusionSt
     assert store.recall("我姐住在哪？", 3)[0].text == "我姐现在住在西安了。"
 
 
+def test_a_relative_s_home_in_words_someone_else_wrote(store: ConclusionStore) -> None:
+    """heldout3's words (a scenario written by a helper who never read this code): the
+    question 我妈住在哪儿 names the subject the statement 我妈一个人住在成都 states, and the
+    move answers it."""
+    first = "我妈一个人住在成都，房子离宽窄巷子不远。"
+    moved = "我妈上个月从成都搬到杭州了，想离我姐近一点。"
+    slot = slot_of(first)
+    assert slot is not None and slot.subject == asked_subject("我妈住在哪儿？") == "妈妈 home"
+    store.remember(first)
+    assert store.remember(moved).action == "superseded"
+    assert store.recall("我妈住在哪儿？", 3)[0].text == moved
+
+
 def test_moving_without_a_subject_supersedes_and_keeps_history(store: ConclusionStore) -> None:
     store.remember("I live in Graz.")
     store.remember("My sister Vera lives in Linz.")
