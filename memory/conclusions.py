@@ -34,7 +34,7 @@ import sqlite_utils
 
 from memory.categories import CategoryTyper, fits, head_of, scope_key
 from memory.db import Database, Migrations
-from memory.extraction import Slot, asked_subject, slot_of, usage_of
+from memory.extraction import AGE_WORDS, Slot, asked_subject, slot_of, usage_of
 from memory.index import HybridIndex, Vectors, Weights
 from memory.instructions import InstructionRefused, instruction_to_assistant
 from memory.orderjudge import OrderJudge, Recalled
@@ -1672,12 +1672,18 @@ def _relation_variants(keys: set[str], text: str) -> set[str]:
     hairdresser" for "neighbour tom hairdresser" (the relation word before a name,
     capitalised in the text) and "<relation> tom hairdresser" for "tom hairdresser".
     Never from one relation to another: "my colleague Nadia" and "my friend Nadia" stay
-    two people."""
+    two people. A relative with an age ("older sister home") is the same relative told
+    without one ("sister home"), and the other way round; two of them fitting (an older
+    and a younger sister) link neither."""
     found: set[str] = set()
     for key in keys:
         words = key.split()
         if len(words) < 2:
             continue
+        if words[0] in AGE_WORDS:
+            found.add(" ".join(words[1:]))
+        elif words[0].removesuffix("'s").removesuffix("'") in RELATION_WORDS:
+            found.update(f"{age} {key}" for age in AGE_WORDS)
         if words[0] in RELATION_WORDS:
             if re.search(rf"\b{re.escape(words[1].capitalize())}\b", text):
                 found.add(" ".join(words[1:]))

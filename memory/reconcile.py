@@ -145,7 +145,7 @@ def without_cues(text: str) -> str:
 # the words for a relative or someone close: whose a fact is, and who a thing went to
 _RELATIONS = (
     "wife husband partner spouse son daughter kid kids child children mother father mom mum "
-    "dad parents sister brother niece nephew grandma grandpa grandmother grandfather aunt "
+    "sis bro dad parents sister brother niece nephew grandma grandpa grandmother grandfather aunt "
     "uncle cousin friend colleague coworker boss neighbour neighbor girlfriend boyfriend "
     "mentor mentee landlord landlady tutor roommate flatmate housemate classmate teammate "
     "cofounder co-founder mother-in-law father-in-law sister-in-law brother-in-law "

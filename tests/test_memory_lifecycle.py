@@ -118,6 +118,48 @@ def test_a_relative_s_home_in_words_someone_else_wrote(store: ConclusionStore) -
     assert store.recall("我妈住在哪儿？", 3)[0].text == moved
 
 
+def test_a_relative_named_two_ways_in_english_is_one_subject(store: ConclusionStore) -> None:
+    """"my mum" and "my mother", "my sis" and "my sister" name one relative; an older and
+    a younger sister are two, and "my sister" said once both are known links neither."""
+    store.remember("My mum lives in Leeds, near the Corn Exchange.")
+    assert store.remember("My mother lives in York now.").action == "superseded"
+    store.remember("My big sis lives in Harrogate.")
+    store.remember("My younger sister lives in Bath.")
+    moved = store.remember("My older sister has moved to Ripon.")
+    assert moved.action == "superseded" and moved.previous is not None
+    assert moved.previous.text == "My big sis lives in Harrogate."
+    assert store.remember("My sister moved to Leeds.").action == "created"
+    assert store.recall("Where does my mum live?", 3)[0].text == "My mother lives in York now."
+    assert store.recall("Where does my big sis live?", 3)[0].text == moved.conclusion.text
+
+
+def test_where_a_relative_works_or_studies_in_chinese(store: ConclusionStore) -> None:
+    """我爸在…上班 states his workplace and 我妹在…读书 her school, asked either way; a new
+    workplace retires the old one and leaves the sister's school alone."""
+    store.remember("我爸在武汉钢铁厂上班，干了快三十年了。")
+    store.remember("我妹在墨尔本读研。")
+    done = store.remember("我爸现在在武汉地铁集团工作了。")
+    assert done.action == "superseded" and done.previous is not None
+    assert done.previous.text == "我爸在武汉钢铁厂上班，干了快三十年了。"
+    asked = {asked_subject("我爸在哪儿上班？"), asked_subject("我的爸爸在哪工作")}
+    assert asked == {"爸爸 workplace"}
+    assert store.recall("我爸在哪儿上班？", 3)[0].text == "我爸现在在武汉地铁集团工作了。"
+    assert store.recall("我妹在哪读书？", 3)[0].text == "我妹在墨尔本读研。"
+
+
+def test_a_relative_told_first_without_an_age_is_the_one_told_later_with_it(
+    store: ConclusionStore,
+) -> None:
+    store.remember("My brother lives in Hull, near the marina.")
+    done = store.remember("My little brother has moved to Leeds.")
+    assert done.action == "superseded" and done.previous is not None
+    assert done.previous.text == "My brother lives in Hull, near the marina."
+    store.remember("My older sister lives in Whitby.")
+    done = store.remember("My sister has moved to Scarborough.")
+    assert done.action == "superseded" and done.previous is not None
+    assert done.previous.text == "My older sister lives in Whitby."
+
+
 def test_moving_without_a_subject_supersedes_and_keeps_history(store: ConclusionStore) -> None:
     store.remember("I live in Graz.")
     store.remember("My sister Vera lives in Linz.")
@@ -315,6 +357,15 @@ def test_recall_of_history_puts_the_newer_value_first(store: ConclusionStore) ->
         ("我姐一个人住在成都", "姐姐 home", "成都"),
         ("我的姐姐住在杭州", "姐姐 home", "杭州"),
         ("我老爸搬到大连了", "爸爸 home", "大连了"),
+        ("My mum has moved to Whitby", "mother home", "Whitby"),
+        ("My big sis lives in York", "older sister home", "York"),
+        ("My little brother works for Arup", "younger brother workplace", "Arup"),
+        ("my mother-in-law moved to Hull", "mother-in-law home", "Hull"),
+        ("my kid's school is Oakwood Primary", "kids' school", "Oakwood Primary"),
+        ("my big idea is a tea shop", "big idea", "a tea shop"),
+        ("我爸现在在武汉上班", "爸爸 workplace", "武汉"),
+        ("我的妹妹在墨尔本读书", "妹妹 school", "墨尔本"),
+        ("我对象在腾讯工作", "对象 workplace", "腾讯"),
     ],
 )
 def test_subject_and_value_of_common_shapes(text: str, subject: str, value: str) -> None:
