@@ -119,7 +119,7 @@ def test_a_relative_s_home_in_words_someone_else_wrote(store: ConclusionStore) -
 
 
 def test_a_relative_named_two_ways_in_english_is_one_subject(store: ConclusionStore) -> None:
-    """"my mum" and "my mother", "my sis" and "my sister" name one relative; an older and
+    """ "my mum" and "my mother", "my sis" and "my sister" name one relative; an older and
     a younger sister are two, and "my sister" said once both are known links neither."""
     store.remember("My mum lives in Leeds, near the Corn Exchange.")
     assert store.remember("My mother lives in York now.").action == "superseded"
