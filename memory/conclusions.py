@@ -34,7 +34,14 @@ import sqlite_utils
 
 from memory.categories import CategoryTyper, fits, head_of, scope_key
 from memory.db import Database, Migrations
-from memory.extraction import AGE_WORDS, Slot, asked_subject, slot_of, usage_of
+from memory.extraction import (
+    AGE_WORDS,
+    Slot,
+    asked_subject,
+    slot_of,
+    subject_spellings,
+    usage_of,
+)
 from memory.index import HybridIndex, Vectors, Weights
 from memory.instructions import InstructionRefused, instruction_to_assistant
 from memory.orderjudge import OrderJudge, Recalled
@@ -421,10 +428,12 @@ class ConclusionStore:
         if inherit:
             scores, similarities = self._inherited(scores, similarities, clauses, params, reach)
         if asked:
+            spellings = sorted(subject_spellings(asked))
+            marks = ",".join("?" * len(spellings))
             for row in self.database.query(
-                f"SELECT id FROM conclusions o WHERE o.subject = ? AND ({clauses}) "
+                f"SELECT id FROM conclusions o WHERE o.subject IN ({marks}) AND ({clauses}) "
                 "ORDER BY o.valid_from DESC LIMIT ?",
-                [asked, *params, k],
+                [*spellings, *params, k],
             ):
                 scores.setdefault(row["id"], 0.0)
         if not scores:
@@ -1661,7 +1670,7 @@ def _subject_keys(subject: str | None, text: str) -> frozenset[str]:
     keys = set()
     for key in (subject, stated):
         if key:
-            keys.add(key)
+            keys.update(subject_spellings(key))
             if (canonical := canonical_subject(key)) is not None:
                 keys.add(canonical)
     return frozenset(keys)
@@ -1949,7 +1958,7 @@ def _ordered(
     before an older one that scores within `RECENCY_TIE` of it."""
     keys = [_keys(c.subject, c.text) for c in found]
     if asked:  # the rows about the asked subject, current value first, newest first
-        asked_keys = {asked, canonical_subject(asked) or asked}
+        asked_keys = {*subject_spellings(asked), canonical_subject(asked) or asked}
         first = sorted(
             (i for i, k in enumerate(keys) if asked_keys & k),
             key=lambda i: (found[i].status != "active", -found[i].valid_from),

@@ -245,6 +245,11 @@ _ZH_KIN_WORD = "|".join(
         reverse=True,
     )
 )
+# when a move or a new job happened, said before the verb: 我妈上个月搬到约克了
+_ZH_WHEN = (
+    r"(?:上个?月|上个?星期|上周|去年|前年|今年|年初|年底|前几天|前阵子|前段时间|这个月|这周|刚刚?)?(?:刚刚?|已经|就)?"
+    rf"(?:从[^{_ZH_PUNCT}]{{1,12}}?(?=搬))?"
+)
 # someone close who is one person (not 室友 or 同事: a speaker often has several)
 _ZH_PARTNER = "对象|男朋友|女朋友|男友|女友|爱人|未婚夫|未婚妻"
 _ZH_SHAPES: list[tuple[re.Pattern[str], str]] = [
@@ -258,7 +263,7 @@ _ZH_SHAPES: list[tuple[re.Pattern[str], str]] = [
     ),
     (
         re.compile(
-            rf"^我{_ZH_NOW}(?:住在|搬到了|搬到|搬去了|搬去|搬家到|搬回了|搬回)(?P<value>.+)$"
+            rf"^我{_ZH_NOW}{_ZH_WHEN}(?:住在|搬到了|搬到|搬去了|搬去|搬家到|搬回了|搬回)(?P<value>.+)$"
         ),
         "home",
     ),
@@ -272,14 +277,14 @@ _ZH_SHAPES: list[tuple[re.Pattern[str], str]] = [
     ),
     (
         re.compile(
-            rf"^(?:我的|我们的)(?P<who>[^{_ZH_PUNCT}]{{1,8}}?){_ZH_NOW}(?:也)?(?:住在|搬到了|搬到|搬去了|搬去)"
+            rf"^(?:我的|我们的)(?P<who>[^{_ZH_PUNCT}]{{1,8}}?){_ZH_NOW}{_ZH_WHEN}(?:也)?(?:住在|搬到了|搬到|搬去了|搬去)"
             r"(?P<value>.+)$"
         ),
         "{who} home",
     ),
     (
         re.compile(
-            rf"^我(?P<who>{_ZH_KIN_WORD}){_ZH_NOW}(?:也|还|一个人)?(?:住在|搬到了|搬到|搬去了|搬去)"
+            rf"^我(?P<who>{_ZH_KIN_WORD}){_ZH_NOW}{_ZH_WHEN}(?:也|还|一个人)?(?:住在|搬到了|搬到|搬去了|搬去)"
             r"(?P<value>.+)$"
         ),
         "{who} home",
@@ -288,7 +293,7 @@ _ZH_SHAPES: list[tuple[re.Pattern[str], str]] = [
     (
         re.compile(
             rf"^(?:我(?P<who>{_ZH_KIN_WORD}|{_ZH_PARTNER})|(?:我的|我们的)(?P<who2>[^{_ZH_PUNCT}]{{1,8}}?))"
-            rf"{_ZH_NOW}(?:也|还|一直)?在(?P<value>[^{_ZH_PUNCT}]+?)(?P<what>工作|上班|读书|上学|念书|读研|读博|留学)了?$"
+            rf"{_ZH_NOW}{_ZH_WHEN}(?:也|还|一直)?在(?P<value>[^{_ZH_PUNCT}]+?)(?P<what>工作|上班|读书|上学|念书|读研|读博|留学)了?$"
         ),
         "{who} {what}",
     ),
@@ -347,6 +352,20 @@ def _subject_from(match: re.Match[str], template: str) -> str | None:
     who = _ZH_KIN.get(who, who)
     subject = _canonical(template.format(**{**parts, "who": who}))
     return None if subject in _PLURAL_RELATIONS else subject
+
+
+_KIN_GROUP_OF = {word: tuple(group.split()) for group in KIN_GROUPS for word in group.split()}
+
+
+def subject_spellings(subject: str) -> frozenset[str]:
+    """A subject (as stored: "mother home", "older sister s car") written with each word
+    of the kin table for its relative ("mum home", "妈妈 home" …): rows stored before a
+    relative had one spelling, or in the other language, still answer to it."""
+    words = subject.split()
+    i = 1 if len(words) > 1 and words[0] in AGE_WORDS else 0
+    if i >= len(words) or words[i] not in _KIN_GROUP_OF:
+        return frozenset({subject})
+    return frozenset(" ".join([*words[:i], w, *words[i + 1 :]]) for w in _KIN_GROUP_OF[words[i]])
 
 
 def slot_of(text: str) -> Slot | None:

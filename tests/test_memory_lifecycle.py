@@ -133,6 +133,27 @@ def test_a_relative_named_two_ways_in_english_is_one_subject(store: ConclusionSt
     assert store.recall("Where does my big sis live?", 3)[0].text == moved.conclusion.text
 
 
+def test_a_relative_in_either_language_is_one_subject(store: ConclusionStore) -> None:
+    """A bilingual user's 我妈 and "my mum" are one mother: her move, told in the other
+    language, retires the old city and answers the question asked in either."""
+    store.remember("My mum lives in Leeds, two streets from the market.")
+    done = store.remember("我妈上个月搬到约克了。")
+    assert done.action == "superseded" and done.previous is not None
+    assert done.previous.text == "My mum lives in Leeds, two streets from the market."
+    assert store.recall("Where does my mother live?", 3)[0].text == "我妈上个月搬到约克了。"
+
+
+def test_a_row_stored_under_an_older_spelling_of_a_relative_still_answers(
+    store: ConclusionStore,
+) -> None:
+    """Rows kept before a relative had one spelling carry it as they were stored ("mum
+    home"): a later move under today's spelling still retires them."""
+    store.remember("My mum lives in Leeds.", subject="mum home")
+    done = store.remember("My mother has moved to York.")
+    assert done.action == "superseded" and done.previous is not None
+    assert done.previous.text == "My mum lives in Leeds."
+
+
 def test_where_a_relative_works_or_studies_in_chinese(store: ConclusionStore) -> None:
     """我爸在…上班 states his workplace and 我妹在…读书 her school, asked either way; a new
     workplace retires the old one and leaves the sister's school alone."""
@@ -366,6 +387,8 @@ def test_recall_of_history_puts_the_newer_value_first(store: ConclusionStore) ->
         ("我爸现在在武汉上班", "爸爸 workplace", "武汉"),
         ("我的妹妹在墨尔本读书", "妹妹 school", "墨尔本"),
         ("我对象在腾讯工作", "对象 workplace", "腾讯"),
+        ("我妈上个月从成都搬到杭州了", "妈妈 home", "杭州了"),
+        ("我姐前几天刚搬去西安", "姐姐 home", "西安"),
     ],
 )
 def test_subject_and_value_of_common_shapes(text: str, subject: str, value: str) -> None:
