@@ -139,6 +139,13 @@ _EN_HOME_3 = (
     r"(?:now\s+|currently\s+|still\s+)?(?:lives|is\s+living|resides)\s+in"
     r"|(?:has\s+|just\s+)*(?:moved|relocated|is\s+moving)(?:\s+from\s+.+?)?\s+to"
 )
+# a new job named where it is: "started at", "got a part-time job with", "has joined"
+_EN_NEW_JOB = (
+    r"(?:has\s+|'s\s+|have\s+|'ve\s+|just\s+)*(?:started\s+a\s+new\s+job\s+at"
+    r"|started\s+(?:work(?:ing)?\s+)?at(?=\s+(?:the\s+)?(?-i:[A-Z]))"  # a name: not "started at 9"
+    r"|(?:got|took|found|landed|started)\s+(?:a\s+)?(?:new\s+)?(?:part-time\s+|full-time\s+)?"
+    r"job\s+(?:at|with))"
+)
 _EN_SHAPES: list[tuple[re.Pattern[str], str]] = [
     # "I switched my work laptop to a MacBook Air", "I replaced my phone with a Pixel 8"
     (
@@ -155,7 +162,11 @@ _EN_SHAPES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(rf"^I(?:\s+|(?='))(?:{_EN_HOME})\s+(?P<value>.+)$", re.IGNORECASE), "home"),
     # "I work at Siemens" -> workplace; "I work as a nurse" -> job
     (
-        re.compile(r"^I\s+(?:now\s+|currently\s+)?work\s+(?:at|for)\s+(?P<value>.+)$", re.I),
+        re.compile(
+            rf"^I(?:\s+|(?='))(?:now\s+|currently\s+)?(?:work\s+(?:at|for)|(?:'m|am)\s+(?:now\s+)?working"
+            rf"\s+(?:at|for)|{_EN_NEW_JOB})\s+(?P<value>.+)$",
+            re.I,
+        ),
         "workplace",
     ),
     (
@@ -196,7 +207,13 @@ _EN_SHAPES: list[tuple[re.Pattern[str], str]] = [
     ),
     # "my sister Anna lives in Lyon", "Tom moved from Lyon to Vienna" -> <who> home
     (re.compile(rf"^{_EN_WHO}\s+(?:{_EN_HOME_3})\s+(?P<value>.+)$"), "{who} home"),
-    (re.compile(rf"^{_EN_WHO}\s+works\s+(?:at|for)\s+(?P<value>.+)$"), "{who} workplace"),
+    (
+        re.compile(
+            rf"^{_EN_WHO}\s+(?:now\s+|currently\s+)?(?:works\s+(?:at|for)|(?:'s|is)\s+(?:now\s+)?"
+            rf"working\s+(?:at|for)|(?i:{_EN_NEW_JOB}))\s+(?P<value>.+)$"
+        ),
+        "{who} workplace",
+    ),
     (re.compile(rf"^{_EN_WHO}\s+works\s+as\s+(?:an?\s+)?(?P<value>.+)$"), "{who} job"),
     # "Anna's birthday is on 3 May", "my brother's phone number is …"
     (
@@ -319,7 +336,25 @@ _ZH_SHAPES: list[tuple[re.Pattern[str], str]] = [
 ]
 _ZH_LEAD = re.compile(r"^(?:现在|目前|如今|最近|另外|对了|更新)[，,：:\s]*")
 _NOT_WHO = frozenset(
-    {"i", "we", "you", "he", "she", "it", "they", "this", "that", "there", "the", "what", "who"}
+    {
+        "i",
+        "i've",
+        "i'm",
+        "i'd",
+        "i'll",
+        "we",
+        "you",
+        "he",
+        "she",
+        "it",
+        "they",
+        "this",
+        "that",
+        "there",
+        "the",
+        "what",
+        "who",
+    }
 )
 _NOT_VALUE = _NOT_WHO | {"mine", "ours", "here", "one"}
 # people have several of these: "Tom is my brother" does not make Ben not one

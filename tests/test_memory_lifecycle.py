@@ -388,6 +388,14 @@ def test_recall_of_history_puts_the_newer_value_first(store: ConclusionStore) ->
         ("我的妹妹在墨尔本读书", "妹妹 school", "墨尔本"),
         ("我对象在腾讯工作", "对象 workplace", "腾讯"),
         ("我妈上个月从成都搬到杭州了", "妈妈 home", "杭州了"),
+        (
+            "My little brother has started work at the Co-op",
+            "younger brother workplace",
+            "the Co-op",
+        ),
+        ("My son Haoran got a part-time job at Waterstones", "son haoran workplace", "Waterstones"),
+        ("I've just started a new job at Arup", "workplace", "Arup"),
+        ("I'm working for the council now", "workplace", "the council now"),
         ("我姐前几天刚搬去西安", "姐姐 home", "西安"),
     ],
 )
@@ -400,6 +408,8 @@ def test_subject_and_value_of_common_shapes(text: str, subject: str, value: str)
     "text",
     [
         "Tom is my brother",
+        "My dad started at 9 this morning",
+        "I started at the bottom",
         "This is my house",
         "I think it works",
         "The meeting is at 3",
