@@ -300,7 +300,7 @@ def topic(text: str) -> frozenset[str]:
         ):
             continue
         found.add(stem(word))
-    for word, flag in zh_words(body):
+    for word, flag in zh_words(_without_when(body)):
         if (
             len(word) < 2
             or not _HAS_HAN.search(word)
@@ -314,6 +314,26 @@ def topic(text: str) -> frozenset[str]:
             continue
         found.add(word)
     return frozenset(found - {stem(w) for w in _NOT_TOPIC})
+
+
+# a word that only says when (婚礼那天, 开学之前, 搬家的时候): no topic of the statement
+# (heldout66, written blind: the rings picked up "for 婚礼那天" retired the best man, whom
+# a visa kept away "婚礼那天")
+_ZH_MOVED = frozenset("挪改换定调推提延移")
+_ZH_WHEN_OF = frozenset("那天 当天 那会儿 那阵子 之前 之后 以前 以后 前后 期间 的时候 时候".split())  # noqa: SIM905
+
+
+def _without_when(text: str) -> str:
+    """`text` with a Chinese word that only says when blanked, with its 那天 / 之前 …"""
+    if not _HAS_HAN.search(text):
+        return text
+    words = [word for word, _ in zh_words(text)]
+    blank = set()
+    for i, word in enumerate(words[1:], 1):
+        moved = i + 1 < len(words) and words[i + 1][:1] in _ZH_MOVED
+        if word in _ZH_WHEN_OF and not moved:  # 关门歇业那天挪到周二: that day is the topic
+            blank |= {i - 1, i}
+    return "".join(" " if i in blank else word for i, word in enumerate(words))
 
 
 # a count of something, no topic: 一家 (one firm), 两个, 每次, 这位
@@ -1228,7 +1248,7 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
     return None
 
 
-_SO = re.compile(r",?\s+so\s+|[，,]\s*(?:所以|因此|于是|就)|所以")
+_SO = re.compile(r",?\s+so\s+|[，,]\s*(?:所以|因此|于是|就)|所以|(?:[，,]|…+)\s*(?:最后|最终)")
 
 
 def _reason_then_value(new: str, kept: set[str], fresh: set[str]) -> bool:
@@ -1331,7 +1351,7 @@ def _han_shared(old: str, new: str) -> set[str]:
     vals = values(old, loose=True) | values(new, loose=True)
 
     def pairs(text: str) -> set[str]:
-        runs = re.findall(f"[{HAN}]+", unicodedata.normalize("NFKC", text))
+        runs = re.findall(f"[{HAN}]+", _without_when(unicodedata.normalize("NFKC", text)))
         return {r[i : i + 2] for r in runs for i in range(len(r) - 1)}
 
     return {

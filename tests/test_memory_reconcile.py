@@ -1529,6 +1529,35 @@ def test_a_stretch_of_time_or_a_degree_word_is_no_shared_topic() -> None:
     assert {"菜市", "市场", "关门"} <= shared
 
 
+def test_what_was_chosen_in_the_end_after_a_reason_replaces_the_stored_value(
+    store: ConclusionStore,
+) -> None:
+    """ "<the stored value's problem>……最后订了<another>" (heldout66, written blind: the
+    venue and the rings both changed that way) is a change with its reason first."""
+    store.remember("公司年会的场地在希尔顿酒店。")
+    done = store.remember("希尔顿那边报价太高了，最后订了香格里拉酒店。")
+    assert done.action == "superseded" and done.previous is not None
+    assert done.previous.text == "公司年会的场地在希尔顿酒店。"
+    assert (
+        store.recall("年会在哪儿办？", 3)[0].text == "希尔顿那边报价太高了，最后订了香格里拉酒店。"
+    )
+
+
+def test_a_word_that_only_says_when_is_no_shared_topic(store: ConclusionStore) -> None:
+    """婚礼那天 in two statements says when, not what (heldout66, written blind: the rings
+    put away "until 婚礼那天" retired the best man, whom a visa kept away "婚礼那天");
+    the wedding stays a topic where it is what a statement is about."""
+    from memory.sameness import _han_shared, topic
+
+    best_man = "老周签证没批下来，婚礼那天赶不回来……那伴郎就胖虎吧，高中死党，他一听就答应了。"
+    rings = "戒指已经从周大福取回来了，先锁抽屉里，婚礼那天再拿出来。"
+    assert "婚礼" not in topic(rings) and not _han_shared(best_man, rings)
+    assert "婚礼" in topic("婚礼的司仪定了，请的是大学室友阿杰。")
+    store.remember(best_man)
+    assert store.remember(rings).action == "created"
+    assert len(store.recall("伴郎是谁？", 5)) == 2
+
+
 def test_a_pet_name_or_a_cantonese_pronoun_is_no_shared_topic() -> None:
     """A child's pet name (豆豆, written twice) is whom two facts are about, and 佢哋
     ("they", Cantonese) says nothing of what: neither makes two statements one topic."""
