@@ -100,28 +100,24 @@ _EN_AGE = {
     "oldest": "oldest",
     "younger": "younger",
     "little": "younger",
+    "wee": "younger",
     "baby": "younger",
     "kid": "younger",
     "youngest": "youngest",
 }
 AGE_WORDS = frozenset(_EN_AGE.values())
+# every word for a relative, to all the words of its group (the kin table read one way)
+KIN_OF = {word: frozenset(group.split()) for group in KIN_GROUPS for word in group.split()}
+# "my " or "our little ", before the word for a person
+_EN_MY = r"(?:[Mm]y|[Oo]ur)\s+(?:(?:" + "|".join(_EN_AGE) + r")\s+)?"
 # English. `who` names a person other than the speaker: "my sister Anna", "Anna Schmidt".
 _EN_WHO = (
-    r"(?P<who>(?:[Mm]y|[Oo]ur)\s+(?:(?:"
-    + "|".join(_EN_AGE)
-    + r")\s+)?[a-z]+(?:-in-law)?(?:\s+[A-Z][\w'-]*){0,2}"
+    rf"(?P<who>{_EN_MY}[a-z]+(?:-in-law)?(?:\s+[A-Z][\w'-]*){{0,2}}"
     r"|[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2})"
 )
 # the same, when the words after "my" are a relative's ("my big sis", "my mum Jo")
-_EN_RELATIVE = (
-    r"(?P<who>(?:[Mm]y|[Oo]ur)\s+(?:(?:"
-    + "|".join(_EN_AGE)
-    + r")\s+)?(?:"
-    + "|".join(
-        sorted({w for g in KIN_GROUPS for w in g.split() if w.isascii()}, key=len, reverse=True)
-    )
-    + r")(?:-in-law)?(?:\s+[A-Z][\w'-]*){0,2})"
-)
+_EN_KIN_WORD = "|".join(sorted((w for w in KIN_OF if w.isascii()), key=len, reverse=True))
+_EN_RELATIVE = rf"(?P<who>{_EN_MY}(?:{_EN_KIN_WORD})(?:-in-law)?(?:\s+[A-Z][\w'-]*){{0,2}})"
 _EN_NOUN = r"[a-z][\w'-]*(?:\s+[a-z0-9][\w'-]*){0,4}"  # "dentist", "gym locker code"
 _EN_IS = (
     r"(?:is\s+now|are\s+now|is\s+still|has\s+changed\s+to|changed\s+to|has\s+moved\s+to"
@@ -144,7 +140,7 @@ _EN_NEW_JOB = (
     r"(?:has\s+|'s\s+|have\s+|'ve\s+|just\s+)*(?:started\s+a\s+new\s+job\s+at"
     r"|started\s+(?:work(?:ing)?\s+)?at(?=\s+(?:the\s+)?(?-i:[A-Z]))"  # a name: not "started at 9"
     r"|(?:got|took|found|landed|started)\s+(?:a\s+)?(?:new\s+)?(?:part-time\s+|full-time\s+)?"
-    r"job\s+(?:at|with))"
+    r"job\s+(?:[a-z]+ing\s+(?:[a-z]+\s+){0,2}?)?(?:at|with))"  # "a job pulling pints at"
 )
 _EN_SHAPES: list[tuple[re.Pattern[str], str]] = [
     # "I switched my work laptop to a MacBook Air", "I replaced my phone with a Pixel 8"
@@ -209,7 +205,7 @@ _EN_SHAPES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(rf"^{_EN_WHO}\s+(?:{_EN_HOME_3})\s+(?P<value>.+)$"), "{who} home"),
     (
         re.compile(
-            rf"^{_EN_WHO}\s+(?:now\s+|currently\s+)?(?:works\s+(?:at|for)|(?:'s|is)\s+(?:now\s+)?"
+            rf"^{_EN_WHO}(?:\s+|(?='))(?:now\s+|currently\s+)?(?:works\s+(?:at|for)|(?:'s|is)\s+(?:now\s+)?"
             rf"working\s+(?:at|for)|(?i:{_EN_NEW_JOB}))\s+(?P<value>.+)$"
         ),
         "{who} workplace",
@@ -389,18 +385,15 @@ def _subject_from(match: re.Match[str], template: str) -> str | None:
     return None if subject in _PLURAL_RELATIONS else subject
 
 
-_KIN_GROUP_OF = {word: tuple(group.split()) for group in KIN_GROUPS for word in group.split()}
-
-
 def subject_spellings(subject: str) -> frozenset[str]:
     """A subject (as stored: "mother home", "older sister s car") written with each word
     of the kin table for its relative ("mum home", "妈妈 home" …): rows stored before a
     relative had one spelling, or in the other language, still answer to it."""
     words = subject.split()
     i = 1 if len(words) > 1 and words[0] in AGE_WORDS else 0
-    if i >= len(words) or words[i] not in _KIN_GROUP_OF:
+    if i >= len(words) or words[i] not in KIN_OF:
         return frozenset({subject})
-    return frozenset(" ".join([*words[:i], w, *words[i + 1 :]]) for w in _KIN_GROUP_OF[words[i]])
+    return frozenset(" ".join([*words[:i], w, *words[i + 1 :]]) for w in KIN_OF[words[i]])
 
 
 def slot_of(text: str) -> Slot | None:

@@ -31,7 +31,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from memory.extraction import KIN_GROUPS, slot_of
+from memory.extraction import KIN_OF, slot_of
 from memory.text import HAN, zh_words
 
 Action = Literal["new", "restatement", "update", "unrelated"]
@@ -81,7 +81,7 @@ _ZH_CUE = re.compile(
     r"|[找试换请用]了?(?:另一家|另外一家|一家新的|新的一家|别家|别的)|又找了|后来又"
     # what came of something: "…，干脆每周星期二关门", "只好改装联通", "涨到1480", "又搬回306"
     r"|干脆|只好|那就|于是|涨到|涨了|降到|降了|加到|减到|升到|升职|升咗|调回|搬回|挪去|挪了"
-    r"|推到|被推|最后定|最后还是|最后[订选买换找去用租签改]|最终|定这儿|跳槽|转头|不上了|不做了|不干了|被安排|被弄到|被排"
+    r"|推到|被推|最后(?:还是|[定订选买换找去用租签改])|最终|定这儿|跳槽|转头|不上了|不做了|不干了|被安排|被弄到|被排"
     r"|开始走|入手了|顶上|换地方|改装|之後|而家|又[^，。,]{0,3}(?:回|涨|降|换|改|搬)"
 )
 # a statement that something still holds: "still", 还是, 一直 (a restatement, not a change)
@@ -520,19 +520,17 @@ WEEKDAYS = frozenset(["monday", "tuesday", "wednesday", "thursday", "friday", "s
 
 # -- who a statement is about ------------------------------------------------------------------
 
-_KIN_OF = {word: frozenset(group.split()) for group in KIN_GROUPS for word in group.split()}
-
 
 def kin_forms(word: str) -> frozenset[str]:
     """Every word for the relative `word` names ("mum": mother, mom, 妈妈 …), itself
     included; any other word is only itself."""
-    return _KIN_OF.get(word.lower(), frozenset({word.lower()}))
+    return KIN_OF.get(word.lower(), frozenset({word.lower()}))
 
 
 def one_person(words: frozenset[str] | set[str]) -> frozenset[str]:
     """`words` with each word for a relative written as the first of its forms, so two
     statements' people compare as people, not as words."""
-    return frozenset(min(kin_forms(w)) if w.lower() in _KIN_OF else w for w in words)
+    return frozenset(min(kin_forms(w)) if w.lower() in KIN_OF else w for w in words)
 
 
 _PARENTS = min(kin_forms("parents"))
