@@ -68,6 +68,7 @@ from memory.reconcile import (
     subject_of,
     topic_words,
     two_clause_change,
+    without_companions,
     without_cues,
 )
 from memory.redact import Redactor
@@ -490,12 +491,23 @@ class ConclusionStore:
     def _speakers_chains(self, found: list[Conclusion]) -> set[str]:
         """The current rows worded as someone else's whose chain began as the speaker's:
         a chain is whose its first value was ("Armando shut his shop; his nephew Hugo took
-        over the heater jobs" stays on our heater's chain)."""
+        over the heater jobs" stays on our heater's chain). Only rows that replaced one are
+        read (one indexed query): most recalled rows began their chain, and reading whose
+        fact each is costs a Chinese tagging pass (a quarter of recall's own time)."""
+        current = [row.id for row in found if row.status == "active" and row.superseded_by is None]
+        if not current:
+            return set()
+        marks = ",".join("?" * len(current))
+        replaced = {
+            row["superseded_by"]
+            for row in self.database.query(
+                f"SELECT superseded_by FROM conclusions WHERE superseded_by IN ({marks})", current
+            )
+        }
         return {
             row.id
             for row in found
-            if row.status == "active"
-            and row.superseded_by is None
+            if row.id in replaced
             and whose(row.text)
             and (history := self.history(row.id))
             and not whose(history[-1].text)
@@ -943,7 +955,7 @@ class ConclusionStore:
         the only one sharing most topic words with the new text."""
         new_topic, who = topic_words(text), speaker(text)
         for value in old_values(text):
-            new_owners = owners(clause_of(text, value)) - owners(value)
+            new_owners = owners(without_companions(clause_of(text, value))) - owners(value)
             hits = self.index.search(value, 2 * CANDIDATES, where="o.status = 'active'")
             found = [
                 row
@@ -960,7 +972,7 @@ class ConclusionStore:
                 # 马教练调走了，现在带我儿子踢球的是…: the people a later clause names
                 or (_HAN_TEXT.search(text) and owners(row.text) == owners(text))
             ]
-            if not rows and _HAN_TEXT.search(text) and not owners(text):
+            if not rows and _HAN_TEXT.search(text) and not owners(without_companions(text)):
                 # 3号那天的号被人抢光了…: a Chinese change that leaves whose unsaid
                 rows = found
             if keys and _normalised(value) not in keys:

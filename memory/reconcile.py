@@ -106,7 +106,8 @@ _CORRECTION = re.compile(
     r"|misremembered|(?:I|I've|I'd)\s+(?:got\s+)?(?:confused|muddled)|typo|strike\s+that"
     r"|ignore\s+(?:that|what\s+I\s+(?:said|wrote))|wrong\s+(?:day|date|time|name|number|one))\b"
     # a sentence that opens by taking back what was said: "Actually, it's …", "Wait — …"
-    r"|(?:^|[.!?]\s+)(?:(?:oh|oops|hmm|no|ah)[,\s]+)?(?:actually|wait|sorry|oops|hold\s+on)\b"
+    r"|(?:^|[.!?]\s+)(?:(?:oh|oops|hmm|no|ah|uh|um|er)[,\s]+){0,2}(?:actually|wait|sorry|oops"
+    r"|hold\s+on)\b|\bI(?:'m|\s+was|\s+am)\s+thinking\s+of\s+(?:last|the\s+old|my\s+old|another)\b"
     r"|说错|记错|搞错|弄错|更正|纠正|口误|刚才说的不对|记岔|说岔|看错|看岔|写错|听错|记混"
     r"|打错|不对不对|[哦噢啊呃诶欸]?不对[，,]|[等稍]一?下[，,]|作废",
     re.IGNORECASE,
@@ -156,7 +157,8 @@ _RELATIONS = (
     "大舅 小舅 大姨 小姨 大伯 大姑 小姑 姑父 姨父 舅妈 婶婶 嫂子 弟媳 "
     "姐夫 妹夫 小叔子 小姑子 大姑子 岳父 岳母 同桌 闺蜜 发小 "
     "老伴 媳妇 儿媳 儿媳妇 女婿 孙子 孙女 外孙 外孙女 丈母娘 老丈人 伯伯 叔叔 "
-    "姥姥 姥爷 亲家 对象 男朋友 女朋友 男友 女友 继子 继女"
+    "姥姥 姥爷 亲家 对象 男朋友 女朋友 男友 女友 继子 继女 "
+    "娃他爸 孩子他爸 孩他爸 娃他妈 孩子他妈 孩他妈"
 )
 _RELATION_WORDS = frozenset(_RELATIONS.split())
 RELATION_WORDS = frozenset(w for w in _RELATION_WORDS if w.isascii())
@@ -229,12 +231,19 @@ _EN_OLD: tuple[re.Pattern[str], ...] = (
         r"\s*(?:[.!?)]|$)"
     ),
 )
-_GONE_NAME = r"(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[A-Z][\w'&-]*(?:\s+[A-Z][\w'&-]*){0,3})"
+# a Latin name, or a Chinese one in an English sentence ("鑫达 shut its doors last month")
+_GONE_NAME = (
+    r"(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[A-Z][\w'&-]*(?:\s+[A-Z][\w'&-]*){0,3}"
+    rf"|[{HAN}]{{2,10}})"
+)
 _GONE = (
     r"(?:has\s+|had\s+|have\s+|just\s+|finally\s+)?"
     r"(?:met\s+its\s+end|broke(?:\s+down)?|died|stopped\s+working|gave\s+up\s+the\s+ghost"
     r"|(?:been|was|got|is)\s+(?:replaced|stolen|written\s+off|retired|discontinued)"
     r"|retired|left|quit|closed(?:\s+down)?|shut\s+down|moved\s+away|went\s+bust|stepped\s+down"
+    # "Derek's had to step down", "Kestrel pulled out", "鑫达 shut its doors"
+    r"|(?:has\s+|'s\s+)?had\s+to\s+(?:step\s+(?:down|back)|stop|quit|retire|pull\s+out|drop\s+out)"
+    r"|stepped\s+back|pulled\s+out|dropped\s+out|(?:shut|closed)\s+(?:its|their|the)\s+doors"
     r"|passed\s+away|is\s+gone|is\s+no\s+more|went\s+on\s+leave|is\s+on\s+leave"
     r"|(?:has\s+)?(?:gone|went)\s+(?:back\s+home\b|home\b|back\s+to\s+(?=[A-Z]))"
     r"|went\s+downhill|got\s+worse|botched|moved\s+back\s+to|is\s+fully\s+booked"
@@ -274,8 +283,16 @@ _ZH_OLD: tuple[re.Pattern[str], ...] = (
     ),
     # 那个驿站关了, 王师傅调去别的小区了, 林医生退休了: the value that went away
     re.compile(
-        rf"(?:^|[{_P}])(?P<old>[^{_P}]{{2,10}}?)(?:已经)?(?:关了|关门了|倒闭了|停业了|搬走了|不干了"
+        rf"(?:^|[{_P}])(?P<old>[^{_P}]{{2,20}}?)"
+        # when it happened, or of what: 周叔前两天把腰闪了, The Brogues 那天已经被人订走了
+        r"\s*(?:那天|那边|前两天|前几天|上周|上礼拜|上个月|最近|年初|年底|刚刚?)?"
+        r"(?:已经)?(?:关了|关门了|倒闭了|停业了|搬走了|不干了"
         r"|退休了|离职了|辞职了|调走了|调去|去外地|回老家|休产假|休假了|请长假"
+        # 沈老师回福建老家了, 王婶跟她儿子去西安住了, 芳姐去滨江帮女儿带小孩了, 把腰闪了
+        rf"|回[^{_P}]{{1,4}}?老家|跟[^{_P}]{{1,6}}?(?:去|搬去|搬到)[^{_P}]{{1,6}}?住"
+        rf"|去[^{_P}]{{1,6}}?帮[^{_P}]{{0,4}}?带(?:孩子|小孩|娃|孙子|孙女|外孙女?)"
+        r"|把(?:腰|腿|脚|手|胳膊|膝盖)[^，,。；;！!？?]{0,2}?(?:闪|扭|摔|伤|崴)了|骨折了|摔伤了"
+        r"|被(?:人|别人)?(?:订|抢|挖|截胡)走了|被(?:人|别人)?截胡了"
         # 王姐回国耍去了, 小橘灯开不下去了, 老陈住院了, 她来不了了
         r"|回国|出国了|开不下去|不开了|不做了|住院了|生病了|来不了"
         # 缬沙坦停了: a medicine or service stopped
@@ -338,7 +355,10 @@ _WHEN_TAIL = re.compile(
 
 
 def _zh_head(value: str) -> str:
-    """A Chinese replaced value up to its first verb: 接替了老李负责周报 -> 老李."""
+    """A Chinese replaced value up to its first verb: 接替了老李负责周报 -> 老李. Three
+    characters or fewer are a name as they are (鑫达, which jieba cuts 鑫 / 达)."""
+    if len(value) <= 3:
+        return value
     value = re.sub("(?:那儿|那里|这儿|这里|那边|这边)$", "", value) or value
     value = (
         re.sub("^.*?(?:那个|这个|那家|这家|原来的|原来那家|以前的|之前的|那位|这位)", "", value)
@@ -564,6 +584,16 @@ _NOUN_POSSESSIVE = re.compile(
 _POSSESSIVE = re.compile(r"\b([A-Z][\w-]+)'s\b")
 _ZH_RELATION = re.compile("|".join(sorted(ZH_RELATION_WORDS, key=len, reverse=True)))
 _ZH_NAME_OWNER = re.compile(rf"([{HAN}]{{2,4}}?)的")
+# whom one who left went with or to help: 王婶跟她儿子去西安住了, 芳姐去滨江帮女儿带小孩了
+_ZH_COMPANION = re.compile(
+    rf"(?:跟|陪|帮|和)着?(?:她|他|人家|自己)?(?:家)?的?(?:{_ZH_RELATION.pattern})"
+)
+
+
+def without_companions(clause: str) -> str:
+    """A Chinese clause without whom its subject went with or went to help: they are the
+    departed person's people, not whose fact the clause changes."""
+    return _ZH_COMPANION.sub("", clause)
 
 
 @lru_cache(maxsize=8192)
