@@ -533,7 +533,13 @@ def mentions(text: str, value: str) -> bool:
     text_words |= {w[:-1] for w in text_words if w.endswith("s")}  # Tuesdays -> tuesday
     text_words |= {w.split("'")[0] for w in text_words}  # Luigi's -> luigi
     words = {w.split("'")[0] for w in words}
+    # "not the 21st" names "October 21": a day told as an ordinal is its number
+    text_words |= {_ORDINAL_DAY.sub(r"\1", w) for w in text_words}
+    words = {_ORDINAL_DAY.sub(r"\1", w) for w in words}
     return bool(words) and words <= text_words
+
+
+_ORDINAL_DAY = re.compile(r"^(\d{1,2})(?:st|nd|rd|th)$")
 
 
 WEEKDAYS = frozenset(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])

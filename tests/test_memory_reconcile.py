@@ -1962,3 +1962,13 @@ def test_an_english_change_needs_less_similarity_to_the_nearest_statement() -> N
     between = (NEAR_CUE + NEAR_CUE_LATIN) / 2
     assert nearest_change(new, [(old, between)]) == 0
     assert nearest_change(new, [(old, NEAR_CUE_LATIN - 0.01)]) is None
+
+
+def test_a_day_told_as_an_ordinal_is_its_number() -> None:
+    """heldout69 (written blind): "arrives October 19, not the 21st" names the row that
+    said "arriving October 21"."""
+    from memory.reconcile import mentions
+
+    assert mentions("The inspector is now arriving October 21.", "21st")
+    assert mentions("Our lease ends on the 3rd of June.", "3")
+    assert not mentions("The inspector is now arriving October 21.", "2nd")
