@@ -1742,6 +1742,8 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
         fresh or old_now - kept
     ):
         return None
+    if sim < NEAR_CUE and not (kept or len(shared) >= 2):
+        return None  # less near (English): one shared word ("for work") is too little
     if _all_differ(old, new, old_now, new_vals, kept):
         return None
     if not kept and _one_persons_two_facts(shared, fresh, old_now, old, new):

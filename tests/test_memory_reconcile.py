@@ -1962,6 +1962,9 @@ def test_an_english_change_needs_less_similarity_to_the_nearest_statement() -> N
     between = (NEAR_CUE + NEAR_CUE_LATIN) / 2
     assert nearest_change(new, [(old, between)]) == 0
     assert nearest_change(new, [(old, NEAR_CUE_LATIN - 0.01)]) is None
+    # below NEAR_CUE, one shared word ("work") and no shared value is too little
+    laptop, phone = "I use a ThinkPad for work.", "I switched my work phone to a Pixel."
+    assert nearest_change(phone, [(laptop, between)]) is None
 
 
 def test_a_day_told_as_an_ordinal_is_its_number() -> None:
