@@ -1912,12 +1912,13 @@ def another_named(old: str, new: str) -> bool:
 
 
 def with_another(old: str, new: str) -> bool:
-    """Are both "with" a full-named person and share no name ("the budget meeting with
-    Eva Friedrich moved to …" / "… with Klara Hahn moved to …")? Two meetings or
-    sessions, each with its own person: at 10k templated rows the weaker rules (the
-    nearest row, the one it conflicts with) linked them."""
-    a = {w for m in _WITH_PERSON.finditer(old) for w in (m["first"], m["last"])}
-    b = {w for m in _WITH_PERSON.finditer(new) for w in (m["first"], m["last"])}
+    """Are both "with" a full-named person and share no full name ("the budget meeting
+    with Eva Friedrich moved to …" / "… with Klara Hahn moved to …", or with Sofia
+    Albrecht / with Sofia Vogel)? Two meetings or sessions, each with its own person: at
+    10k templated rows the weaker rules (the nearest row, the one it conflicts with)
+    linked them, and at 100k two meetings with people of one first name."""
+    a = {(m["first"], m["last"]) for m in _WITH_PERSON.finditer(old)}
+    b = {(m["first"], m["last"]) for m in _WITH_PERSON.finditer(new)}
     return bool(a) and bool(b) and not a & b
 
 

@@ -1720,6 +1720,20 @@ def test_a_meeting_with_another_person_of_one_family_name_is_no_conflict() -> No
     assert conflicting_change(new, [(old, 0.97)]) is None
 
 
+def test_a_meeting_with_another_person_of_one_first_name_is_no_conflict() -> None:
+    """Session 27 at 100k rows: "…with Sofia Vogel moved to 26 April" was replaced by
+    "…with Sofia Albrecht moved to 3 September" (0.963): two people, two meetings."""
+    from memory.sameness import conflicting_change, near_conflict
+
+    old = "The Harbor Light budget meeting with Anna Keller moved to 4 May 2026 at 09:30."
+    new = "The Harbor Light budget meeting with Anna Brandt moved to 9 June 2026 at 14:00."
+    assert not near_conflict(old, new, 0.96)
+    assert conflicting_change(new, [(old, 0.96)]) is None
+    # the same person's meeting moved again still conflicts
+    again = "The Harbor Light budget meeting with Anna Keller moved to 9 June 2026 at 14:00."
+    assert conflicting_change(again, [(old, 0.96)]) == 0
+
+
 def test_one_scope_in_other_words_is_no_other_frame() -> None:
     from memory.sameness import framed_apart
 
