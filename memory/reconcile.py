@@ -357,14 +357,15 @@ _WHEN_TAIL = re.compile(
 
 def _zh_head(value: str) -> str:
     """A Chinese replaced value up to its first verb: 接替了老李负责周报 -> 老李. Three
-    characters or fewer are a name as they are (鑫达, which jieba cuts 鑫 / 达)."""
-    if len(value) <= 3:
-        return value
+    characters or fewer, past 那儿 / 那家 …, are a name as they are (鑫达, which jieba
+    cuts 鑫 / 达)."""
     value = re.sub("(?:那儿|那里|这儿|这里|那边|这边)$", "", value) or value
     value = (
         re.sub("^.*?(?:那个|这个|那家|这家|原来的|原来那家|以前的|之前的|那位|这位)", "", value)
         or value
     )
+    if len(value) <= 3:
+        return value
     words = zh_words(value)
     if len(words) < 2 or not re.search(rf"[{HAN}]", value):
         return value

@@ -151,7 +151,7 @@ _ZH_DATE = re.compile(
 # a month alone: 三月, 3月, 十一月底 (its day, when said, makes it a date above); written
 # with Chinese numerals, so 3月 and 三月 are one value
 _ZH_MONTH = re.compile(
-    r"(?<![\d一二三四五六七八九十个])(?P<n>1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九])月"
+    r"(?<![\d一二三四五六七八九十])(?P<n>1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九])月"
     r"(?!\s*(?:\d{1,2}|[一二三四五六七八九十]{1,3})\s*[日号])"
 )
 _ZH_NUMERAL = {
