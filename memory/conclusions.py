@@ -70,6 +70,7 @@ from memory.reconcile import (
     two_clause_change,
     without_companions,
     without_cues,
+    without_given_away,
 )
 from memory.redact import Redactor
 from memory.sameness import (
@@ -918,11 +919,12 @@ class ConclusionStore:
         if near < NEAR_JUST_SAID:
             return None
         fresh = values(text) - values(last.text, loose=True)
-        others = owners(text) - owners(last.text)
+        mine = without_given_away(text, last.text)  # "土豆那个是她同学的": not her classmate's fact
+        others = owners(mine) - owners(last.text)
         gone = old_values(text)
         if gone and not any(mentions(last.text, value) for value in gone):
             return None  # "…March 21, not the 14th" corrects a date, not the caseworker row
-        if relatives_named(text) - relatives_named(last.text):
+        if relatives_named(mine) - relatives_named(last.text):
             return None  # "我把时差搞错了…老爸接视频…" corrects the call, not the cricket nets
         return last if fresh and not others else None
 

@@ -44,7 +44,10 @@ _P = r"，。,、；;：:！!？?"  # clause punctuation, both scripts
 _EN_CUE = re.compile(
     r"\b(?:instead|switch(?:ed|ing)?|chang(?:ed|ing)|mov(?:ed|ing)|replac(?:ed|ing)"
     r"|swapp?(?:ed|ing)|trad(?:ed|ing)|upgrad(?:ed|ing)|reschedul(?:ed|ing)|postpon(?:ed|ing)"
-    r"|push(?:ed)?\s+(?:back|out)|brought\s+forward|shift(?:ed)?|took\s+over|taken\s+over"
+    r"|push(?:ed)?\s+(?:back|out)|brought\s+forward|took\s+over|taken\s+over"
+    # a verb, not the noun: "shifted to 10", not "another wild night shift with Priya"
+    r"|shifted|shift(?=\s+(?:to|from|back|forward|it|the|my|our|over)\b)"
+    r"|(?:re)?shuffled|ended\s+up\s+(?:on|in|with|at)"
     r"|tak(?:es|ing)\s+over|no\s+longer|any\s?more|now|these\s+days|from\s+now\s+on"
     r"|from\s+next|from\s+this\s+(?:week|month|term|year)|starting|as\s+of|became|become"
     r"|used\s+to|sold|ditched|dropped|gave\s+up|reshuffled|rearranged|redone|reorgani[sz]ed"
@@ -82,14 +85,20 @@ _ZH_CUE = re.compile(
     r"|[找试换请用]了?(?:另一家|另外一家|一家新的|新的一家|别家|别的)|又找了|后来又"
     # what came of something: "…，干脆每周星期二关门", "只好改装联通", "涨到1480", "又搬回306"
     r"|干脆|只好|那就|于是|涨到|涨了|降到|降了|加到|减到|升到|升职|升咗|调回|搬回|挪去|挪了"
-    r"|推到|被推|最后(?:还是|[定订选买换找去用租签改])|最终|定这儿|跳槽|转头|不上了|不做了|不干了|被安排|被弄到|被排"
+    r"|推到|拖到|延到|延期到|顺延|被推|最后(?:还是|[定订选买换找去用租签改])|最终|定这儿|就定|跳槽|转头|不上了|不做了|不干了|被安排|被弄到|被排"
     r"|开始走|入手了|顶上|换地方|改装|之後|而家|又[^，。,]{0,3}(?:回|涨|降|换|改|搬)"
 )
-# a statement that something still holds: "still", 还是, 一直 (a restatement, not a change)
+# a statement that something still holds: "still", 还是, 一直 (a restatement, not a change);
+# not a blocker or a complaint given as the reason for a change: "签证一直卡着，机票挪到三月了",
+# "九点半还是偏早，就定十点了", "still waiting on the visa, so we moved it to March"
 _STILL = re.compile(
-    r"\b(?:still|as\s+before|as\s+always|unchanged|same\s+as\s+(?:before|ever)"
+    r"\b(?:still(?!\s+(?:waiting|stuck|no\b|not\b|too\b|hasn't|haven't|hadn't|isn't|wasn't"
+    r"|aren't|can't|couldn't|won't|doesn't|don't|didn't|closed|broken|sick|ill|down\b))"
+    r"|as\s+before|as\s+always|unchanged|same\s+as\s+(?:before|ever)"
     r"|stick(?:ing)?\s+with|stay(?:ing)?\s+with|keep(?:ing)?\s+it|remains?|remained)\b"
-    r"|还是|一直|仍然|依然|没变|照旧|照样|还在",
+    r"|还是(?!偏|太|有点|有些|不太|不够|嫌|不行|不方便|不合适)"
+    r"|一直(?!卡|拖|没|不|等|在等|排不|约不|联系不|打不|坏|病|咳|疼|痛)"
+    r"|仍然|依然|没变|照旧|照样|还在(?!等|排|卡|拖|修)",
     re.IGNORECASE,
 )
 
@@ -205,7 +214,7 @@ _EN_OLD: tuple[re.Pattern[str], ...] = (
     re.compile(
         r"\b(?:sold|ditched|dropped|gave\s+up(?!\s+the\s+ghost)|given\s+up|got\s+rid\s+of|quit|cancell?ed"
         r"|stopped\s+(?:using|seeing|going\s+to|buying\s+from|shopping\s+at|ordering\s+from)"
-        r"|ended|terminated|unsubscribed\s+from|left|moved\s+away\s+from|trad(?:ed|ing)\s+in)\s+"
+        r"|ended(?!\s+up)|terminated|unsubscribed\s+from|left|moved\s+away\s+from|trad(?:ed|ing)\s+in)\s+"
         # not a particle: "someone dropped out, so I've got my slot back"
         r"(?!(?:out|off|in|by|back|away|over|behind)\b)"
         r"(?:my\s+|our\s+|the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:!?()\u2014\u2013]+?)"
@@ -222,6 +231,11 @@ _EN_OLD: tuple[re.Pattern[str], ...] = (
         r"(?:,\s*(?:and\s+|but\s+)?not|\brather\s+than|\bin\s+place\s+of)\s+(?:the\s+|my\s+|our\s+)?"
         r"(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?(?:[A-Z0-9][\w'.:-]*|[a-z][\w-]*\d[\w-]*)"
         r"(?:\s+[A-Z0-9][\w'.:-]*){0,3})\s*(?:any\s?more\s*)?(?:[,.;:!?)]|$)"
+    ),
+    # "…paying my bills, rather than the folk label, which has gone quiet": plain words
+    re.compile(
+        r"\brather\s+than\s+(?:the\s+|my\s+|our\s+)?"
+        r"(?P<old>[a-z][\w-]{2,}(?:\s+[a-z][\w-]{2,}){0,2})\s*(?:[,.;:!?)]|$)"
     ),
     # "it's aspirin I'm allergic to, not ibuprofen": a plain word after the contrast,
     # ending the sentence (the store checks that a stored row names it)
@@ -245,6 +259,8 @@ _GONE = (
     # "Derek's had to step down", "Kestrel pulled out", "鑫达 shut its doors"
     r"|(?:has\s+|'s\s+)?had\s+to\s+(?:step\s+(?:down|back)|stop|quit|retire|pull\s+out|drop\s+out)"
     r"|stepped\s+back|pulled\s+out|dropped\s+out|(?:shut|closed)\s+(?:its|their|the)\s+doors"
+    # hired away: "Dave got picked up by Ornge for the flight medic program"
+    r"|got\s+(?:picked\s+up|poached|snapped\s+up|headhunted|hired\s+away)\s+by"
     r"|passed\s+away|is\s+gone|is\s+no\s+more|went\s+on\s+leave|is\s+on\s+leave"
     r"|(?:has\s+)?(?:gone|went)\s+(?:back\s+home\b|home\b|back\s+to\s+(?=[A-Z]))"
     r"|went\s+downhill|got\s+worse|botched|moved\s+back\s+to|is\s+fully\s+booked"
@@ -286,9 +302,9 @@ _ZH_OLD: tuple[re.Pattern[str], ...] = (
     re.compile(
         rf"(?:^|[{_P}])(?P<old>[^{_P}]{{2,20}}?)"
         # when it happened, or of what: 周叔前两天把腰闪了, The Brogues 那天已经被人订走了
-        r"\s*(?:那天|那边|前两天|前几天|上周|上礼拜|上个月|最近|年初|年底|刚刚?)?"
+        r"\s*(?:那天|那边|前两天|前几天|上周|上礼拜|上个月|最近|年初|年底|刚刚?|今年|去年|前阵子|这个月|昨天)?"
         r"(?:已经)?(?:关了|关门了|倒闭了|停业了|搬走了|不干了"
-        r"|退休了|离职了|辞职了|调走了|调去|去外地|回老家|休产假|休假了|请长假"
+        r"|退休了|离职了|辞职了|调走了|调去|去外地|回老家|休产假|休假了|请长假|退下来了?|退居二线"
         # 沈老师回福建老家了, 王婶跟她儿子去西安住了, 芳姐去滨江帮女儿带小孩了, 把腰闪了
         rf"|回[^{_P}]{{1,4}}?老家|跟[^{_P}]{{1,6}}?(?:去|搬去|搬到)[^{_P}]{{1,6}}?住"
         rf"|去[^{_P}]{{1,6}}?帮[^{_P}]{{0,4}}?带(?:孩子|小孩|娃|孙子|孙女|外孙女?)"
@@ -379,6 +395,30 @@ def _zh_head(value: str) -> str:
 _OLD_LEAD = re.compile(
     r"^(?:(?:the|my|our|a|an|his|her|their)\s+)?(?:(?:old|former|previous)\s+)?", re.IGNORECASE
 )
+
+
+# a clause giving the stored thing to someone else: "土豆那个是她同学的", "the potato one is
+# her classmate's"
+_ZH_GIVEN_AWAY = re.compile(rf"是(?:她|他|我|我们|你)?[^{_P}是]{{1,6}}的$")
+_EN_GIVEN_AWAY = re.compile(
+    r"\b(?:is|was|are|were|'s)\s+(?:actually\s+)?(?:my|his|her|their|our)\s+[\w -]{1,30}'s?$",
+    re.IGNORECASE,
+)
+
+
+def without_given_away(text: str, stored: str) -> str:
+    """A correction without its clause that gives the stored thing to someone else
+    ("哦不对，土豆那个是她同学的，米娅自己定的是枫糖浆"): that one's owner is not whose
+    fact the correction states."""
+    shared = topic_words(stored)
+    kept = []
+    for clause in re.split(f"(?<=[{_P}])", unicodedata.normalize("NFKC", text)):
+        bare = clause.strip().rstrip(_P + ".")
+        given = _ZH_GIVEN_AWAY.search(bare) or _EN_GIVEN_AWAY.search(bare)
+        if given and topic_words(bare[: given.start()]) & shared:
+            continue
+        kept.append(clause)
+    return "".join(kept)
 
 
 @lru_cache(maxsize=8192)
@@ -1162,6 +1202,7 @@ _NOT_CONTENT = frozenset(
     """the and for with from that this have has had are was were been being will would now
     still again instead these days new our your their his her its who what when where which
     moved switched changed replaced swapped rescheduled longer any more anymore use used using
+    got get gets getting gotten is it's isn't too but not so just
     现在 如今 目前 已经 改成 换成 改为 不再""".split()  # noqa: SIM905
 )
 

@@ -177,6 +177,10 @@ def _zh_value(word: str) -> str:
     return re.sub("^每个?", "", word)
 
 
+# a name in Chinese quotation marks, whatever jieba makes of it
+_QUOTED_NAME = re.compile(r"[「『《“]([^」』》”，。,；;！!？?\n]{2,16})[」』》”]")
+
+
 @lru_cache(maxsize=8192)
 def values(text: str, *, loose: bool = False) -> frozenset[str]:
     """What one value of a slot is, lower-cased: names (capitalised words; with `loose`
@@ -208,6 +212,8 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
             found.add(word)
     found.update(_chosen(words))
     found.update(m.group("v") for m in _ZH_CALLED.finditer(body))  # 一家叫洁美到家的
+    # a name in Chinese quotation marks: 「声仔器材」, 《冰与火》, “回响租赁”
+    found.update(m.group(1).strip().lower() for m in _QUOTED_NAME.finditer(body))
     found.update(
         v
         for m in _ZH_BOUGHT_AT.finditer(body)
@@ -908,6 +914,10 @@ def qualifiers(text: str, head: str) -> frozenset[str]:
     return frozenset(found)
 
 
+# when, not where, though jieba tags them as places (f): "以后话筒那些我都在…拿了"
+_ZH_WHEN_F = frozenset(["以后", "之后", "以前", "之前", "今后", "往后", "以来", "后来", "期间"])
+
+
 def _zh_qualifiers(body: str, head: str) -> frozenset[str]:
     """`qualifiers` in Chinese: the nouns right before 的 and the head (财务部的打印机),
     or a letter or number written onto it (A项目, 3号楼)."""
@@ -936,7 +946,9 @@ def _zh_qualifiers(body: str, head: str) -> frozenset[str]:
             found.add(span)
     # 北京分公司 / 深圳分公司, 楼上卫生间 / 楼下卫生间: a place or part written onto it
     found.update(
-        before for before, flag, _ in _written_onto(body, head) if flag in ("ns", "s", "f")
+        before
+        for before, flag, _ in _written_onto(body, head)
+        if flag in ("ns", "s", "f") and before not in _ZH_WHEN_F
     )
     # 跟海外客户开会, 和同事吃饭: with whom one does it, which one of the kind (an activity
     # only: 跟别的诊所合并 is what happened to the clinic)
@@ -1070,6 +1082,8 @@ def other_of_kind(old: str, new: str, shared: set[str]) -> bool:
         if frames_old.get(family) and not these & frames_old[family]:
             return True  # 楼上 / 楼下, 一队 / 二队, 上半年 / 下半年, 夏天 / 冬季, 大女儿 / 小女儿
     for head in shared:
+        if _speakers_group(old, head) and _speakers_group(new, head):
+            continue  # "put me down for Blue watch" / "I'm Green watch now": one place of mine
         q_old, q_new = qualifiers(old, head), qualifiers(new, head)
         if _HAS_HAN.search(head):
             k_old, k_new = zh_kinds(old, head), zh_kinds(new, head)
@@ -1090,6 +1104,21 @@ def other_of_kind(old: str, new: str, shared: set[str]) -> bool:
         elif _named_apart(old, new, head):
             return True
     return False
+
+
+def _speakers_group(text: str, head: str) -> bool:
+    """Does the text put the speaker in a named one of `head` ("I'm on B platoon", "they've
+    put me down for Blue watch", "I ended up on D platoon")? The speaker is in one at a
+    time, so two such names are one place that changed, not two of the kind."""
+    body = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
+    return any(stem(m.group("head").lower()) == head for m in _IN_GROUP.finditer(body))
+
+
+_IN_GROUP = re.compile(
+    r"\b(?:I'm|I\s+am|I\s+was|I've\s+been|I\s+ended\s+up|me)(?:\s+[a-z]+){0,2}?"
+    r"(?:\s+(?:on|in|onto|into|for|to))?(?:\s+the)?\s+[A-Z0-9][\w-]*(?:\s+[A-Z][\w-]*)?"
+    r"\s+(?P<head>[a-z]+)\b"
+)
 
 
 def _named_before(text: str, head: str) -> str | None:
@@ -1201,6 +1230,10 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
         # changed: "passed from Rafael to Nadia", "周医生去外地进修了，豆豆以后由林医生接手"
         named = f"{', '.join(sorted(fresh)[:2])} in place of {', '.join(sorted(kept)[:2])}"
         return "update", named
+    if fresh and kept and change_cue(new) and _quoted_swap(old, new, kept, fresh):
+        # "…在车公庙那个「回声」排练室排" / "回声那边一涨价…我们搬去华强北的「蓝房子」了":
+        # the stored name said again, a new one written as a name, and a change
+        return "update", f"{', '.join(sorted(fresh)[:2])} in place of {', '.join(sorted(kept)[:2])}"
     if fresh and kept and change_cue(new) and _reason_then_value(new, kept, fresh):
         # "HireLoop kept sending us the same five people, so Northstar Talent has the
         # contract now": the stored value in the reason, a new one of its kind after it
@@ -1245,6 +1278,8 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
             return None
         if _topic_only_in_reason(new, specific, fresh, dropped):
             return None  # "Thursdays clashed with my tutorials, so … Mine is Friday now"
+        if _another_time(fresh, dropped):
+            return None  # "每周星期二关门" / "拖到九点四十再关门": the hour, not the day
         if _split_name(new, fresh, kept):
             return None  # "with Luisa Hoffmann" / "with Hanna Hoffmann": two people
         if _one_persons_two_facts(specific, fresh, dropped, old, new):
@@ -1268,6 +1303,17 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
 
 
 _SO = re.compile(r",?\s+so\s+|[，,]\s*(?:所以|因此|于是|就)|所以|(?:[，,]|…+)\s*(?:最后|最终)")
+
+
+def _quoted(text: str) -> set[str]:
+    """The names a text writes in Chinese quotation marks (「回声」, 《盐的账本》)."""
+    return {m.group(1).strip().lower() for m in _QUOTED_NAME.finditer(text)}
+
+
+def _quoted_swap(old: str, new: str, kept: set[str], fresh: set[str]) -> bool:
+    """Did the stored text quote a name the new one says again, and the new one quote a
+    name of its own (a rehearsal room, a rental shop)?"""
+    return bool(kept & _quoted(old)) and bool(fresh & (_quoted(new) - _quoted(old)))
 
 
 def _reason_then_value(new: str, kept: set[str], fresh: set[str]) -> bool:
@@ -1750,7 +1796,7 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
         return None
     if _split_name(new, fresh, kept) or scopes(old) != scopes(new):
         return None
-    if other_of_kind(old, new, shared) or with_another(old, new):
+    if other_of_kind(old, new, shared) or with_another(old, new) or another_time(old, new):
         return None
     return i
 
@@ -1822,7 +1868,7 @@ def near_conflict(old: str, new: str, similarity: float) -> bool:
     latin = not _HAS_HAN.search(old + new)
     if similarity < (NEAR_CONFLICT_LATIN if latin else NEAR_CONFLICT) or kept_apart(old, new):
         return False
-    if another_named(old, new) or with_another(old, new):
+    if another_named(old, new) or with_another(old, new) or another_time(old, new):
         return False  # the budget meeting with Luisa Hoffmann, not the one with Hanna
     a, b = owners(old), owners(new)
     if (a or b) and not a & b and not (a and not b and _PRONOUN.search(new)):
@@ -1838,8 +1884,90 @@ def near_conflict(old: str, new: str, similarity: float) -> bool:
     # 跟我讲，思雨的婚礼定了明年五月" (heldout50)
     if {v for v in kept_values(old, new) if not _person_word(v)} or another_count(old, new):
         return True
+    if moved_time(old, new):
+        return True  # "…定了十月从台中飞过来" / "…签证一直卡着，挪到明年三月了": one trip
     # less near (English), one shared word is too little ("hires" / "the hiring list")
     return len(about) >= (1 if similarity >= NEAR_CONFLICT else 2)
+
+
+_EN_MONTHS = frozenset(
+    [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ]
+)
+# where a change sends a time: "拖到八月才能来", "挪到明年三月了", "pushed back to April 3"
+_MOVED_TO = re.compile(
+    r"(?:推迟到|推到|挪到|拖到|延到|延期到|改到|顺延到|提前到|移到)了?(?P<zh>[^，。,；;！!？?]{1,10})"
+    r"|\b(?:pushed\s+(?:back\s+|out\s+)?(?:to|until|till)|moved\s+(?:back\s+|up\s+)?to"
+    r"|postponed\s+(?:to|until|till)|put\s+off\s+(?:to|until|till)|delayed\s+(?:to|until|till)"
+    r"|brought\s+forward\s+to|bumped\s+(?:back\s+)?to)\s+(?P<en>[^,.;!?]{1,30})",
+    re.IGNORECASE,
+)
+
+
+def _time_kind(value: str) -> str | None:
+    """Which kind of time a value is (a month, a weekday, a clock time, a date), if any."""
+    if _ZH_MONTH.fullmatch(value) or value in _EN_MONTHS:
+        return "month"
+    if value in WEEKDAYS or re.fullmatch("周[一二三四五六日末]", value):
+        return "weekday"
+    if re.fullmatch(
+        r"\d{1,2}[:.]\d{2}(?:\s*[ap]m)?|\d{1,2}\s*[ap]m|(?:\d{1,2}|[一二三四五六七八九十两]{1,3})点[半钟]?",
+        value,
+    ):
+        return "clock"
+    if _ZH_DATE.fullmatch(value):
+        return "date"
+    return None
+
+
+def another_time(old: str, new: str) -> bool:
+    """`_another_time` of two statements' values ("每周星期二关门" / "拖到九点四十再关门")."""
+    held, said = values(old, loose=True), values(new, loose=True)
+    fresh = {v for v in values(new) if not _known(v, held)}
+    return _another_time(fresh, {v for v in values(old) if not _known(v, said)})
+
+
+def _another_time(fresh: set[str], dropped: set[str]) -> bool:
+    """Are the stored values the new statement drops all times of kinds none of its own
+    new times is (a closing day, a closing hour)? Then it sets another time of the thing."""
+    gone = {_time_kind(v) for v in dropped}
+    came = {_time_kind(v) for v in fresh} - {None}
+    return bool(dropped) and None not in gone and bool(came) and not gone & came
+
+
+def moved_time(old: str, new: str) -> bool:
+    """Does the new statement move the one time of its kind the stored one holds ("美玲的
+    妈妈打算五月从福清过来" / "她妈妈签证卡住了，得拖到八月才能来")? A visit or a trip
+    put off shares few words with its plan; what it moves is the plan's time. Only of a
+    relative the stored plan names and the change names again (她妈妈, 她爸)."""
+    body = unicodedata.normalize("NFKC", new).lower()
+    relatives = owners(old)
+    if not any(form in body for who in relatives for form in kin_forms(who)):
+        return False  # whose plan it was, named again: not Tomasz's van day for our show
+    sent = {
+        kind
+        for m in _MOVED_TO.finditer(unicodedata.normalize("NFKC", new))
+        for v in values(m.group("zh") or m.group("en"), loose=True)
+        if (kind := _time_kind(v))
+    }
+    held, said = values(old, loose=True), values(new, loose=True)
+    for kind in sent:
+        times = [v for v in held if _time_kind(v) == kind]
+        if len(times) == 1 and times[0] not in said:
+            return True
+    return False
 
 
 # what says a statement is one more of a kind than a stored one: "…is now also paid by
