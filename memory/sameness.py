@@ -122,7 +122,9 @@ _UNITS = frozenset("minute hour day week month year time night session lesson".s
 # a clock time: 九点, 十点半, 3点15分, 六点一刻
 _ZH_CLOCK = r"(?:\d{1,2}|[一二三四五六七八九十]{1,3})点(?:半|\d{1,2}分?|[一三]刻)?"
 _ZH_TIME = re.compile(
-    r"(?:每个?)?(?:周|星期|礼拜)[一二三四五六日天末]|[上下中]午|早上|晚上|傍晚|凌晨|" + _ZH_CLOCK
+    # not 两周一次 / 每周一次 (how often, no weekday)
+    r"(?:每个?)?(?<![两几三四五六七八九十])(?:周|星期|礼拜)(?:[二三四五六日天末]|一(?![次回趟]))"
+    r"|[上下中]午|早上|晚上|傍晚|凌晨|" + _ZH_CLOCK
 )
 # one capitalised word, then a verb in the third person: a person ("Yusuf coaches …")
 _LEADING_PERSON = re.compile(
@@ -388,8 +390,10 @@ def same_people(old: str, new: str, old_values: frozenset[str] = frozenset()) ->
     said_old = one_person(as_persons(p_old, old, new))
     said_new = one_person(as_persons(p_new, new, old))
     differ = as_household(said_old, said_new) ^ as_household(said_new, said_old)
-    if not p_new and _PRONOUN.search(_main(new)):
-        differ -= one_person(p_old)  # "孩子的零用钱…" / "他上初中了，以后每周给…": he is the child
+    if not p_new and _PRONOUN.search(new if not _people(new) else _main(new)):
+        # "孩子的零用钱…" / "他上初中了，以后每周给…": he is the child; "我爸…眼药水用的是
+        # 拉坦前列素" / "拉坦前列素一直在用，晚上我提醒他滴": he is Dad, in a later clause
+        differ -= one_person(p_old)
     own_old, own_new = one_person(owners(old)), one_person(owners(new))
     if differ - (as_household(own_old, own_new) & as_household(own_new, own_old)):
         return False
@@ -2119,5 +2123,12 @@ def says_again(stored: str, other: str, similarity: float) -> bool:
     return (
         bool(named)
         and not any(_kind(v) == "number" for v in named)
-        and bool(_specific(shared, stored, other) or len(named) >= 2)
+        and bool(_specific(shared, stored, other) or len(named) >= 2 or _full_name(named))
     )
+
+
+def _full_name(named: set[str]) -> bool:
+    """Is one of the values a Chinese person's full name (蔡敏仪)? Named again, it says
+    the stored person again ("这周又跟蔡敏仪聊了一次"). (Latin names are values word by
+    word, so "Lorna Pike" counts as two named values already.)"""
+    return any(re.fullmatch(f"[{_SURNAMES}][{HAN}]{{2}}", v) for v in named)

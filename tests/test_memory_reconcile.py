@@ -2199,3 +2199,33 @@ def test_moved_time_needs_one_time_of_the_kind_it_moves_of_one_relative() -> Non
 def test_a_chinese_quoted_name_is_a_value() -> None:
     assert "声仔器材" in values("话筒我一般在「声仔器材」租")
     assert "冰与火之歌" in values("最近在读《冰与火之歌》")
+
+
+@pytest.mark.parametrize(
+    ("stored", "again"),
+    [
+        (  # heldout21 (session 14): "他" in a later clause is Dad
+            "我爸还有青光眼，眼药水用的是拉坦前列素，每晚睡前滴一次。",
+            "拉坦前列素一直在用，晚上我提醒他滴。",
+        ),
+        (  # heldout31 (session 17): the counsellor's full name said again
+            "最近压力有点大，在看一个心理咨询师，叫蔡敏仪，两周一次，线上做。",
+            "这周又跟蔡敏仪聊了一次，感觉挺有用的，打算继续约下去。",
+        ),
+    ],
+)
+def test_forget_takes_a_row_that_names_the_value_again(
+    store: ConclusionStore, monkeypatch: pytest.MonkeyPatch, stored: str, again: str
+) -> None:
+    """Forgetting a fact takes the row that says it again in other words with it."""
+    first = _stored_apart(store, stored, monkeypatch)
+    second = _stored_apart(store, again, monkeypatch)
+    done = store.forget_with(first)
+    assert {row.id for row in done} == {first, second}
+
+
+def test_how_often_is_no_weekday() -> None:
+    """两周一次 / 每周一次 say how often; 每周一 names Monday."""
+    assert "周一" not in values("在看一个心理咨询师，两周一次，线上做。")
+    assert "周一" not in values("每周一次，雷打不动。")
+    assert "周一" in values("每周一上课。")
