@@ -45,6 +45,9 @@ _EN_CUE = re.compile(
     r"\b(?:instead|switch(?:ed|ing)?|chang(?:ed|ing)|mov(?:ed|ing)|replac(?:ed|ing)"
     r"|swapp?(?:ed|ing)|trad(?:ed|ing)|upgrad(?:ed|ing)|reschedul(?:ed|ing)|postpon(?:ed|ing)"
     r"|push(?:ed)?\s+(?:back|out)|brought\s+forward|took\s+over|taken\s+over"
+    # "asked us to bring Duoduo's bedtime forward to 8:45", "push the call back to 4"
+    r"|(?:bring|brings|bringing|brought|push|pushes|pushing|pushed|move|moves|moving)\s+"
+    r"(?:[\w'-]+\s+){1,4}?(?:forward|back|up|out)\s+to\b"
     # a verb, not the noun: "shifted to 10", not "another wild night shift with Priya"
     r"|shifted|shift(?=\s+(?:to|from|back|forward|it|the|my|our|over)\b)"
     r"|(?:re)?shuffled|ended\s+up\s+(?:on|in|with|at)"
@@ -461,7 +464,14 @@ def old_values(text: str) -> tuple[str, ...]:
             continue  # "跟我们不是一个": not the same one, no value it replaced
         if value and len(value) <= 60 and value.lower() not in _STAND_INS:
             cleaned.append(value)  # "taken over from her": who she was, another row says
+            # 热干面铺子开不下去: the stored row may say only 卖热干面的
+            if (bare := _ZH_SHOP_TAIL.sub("", value)) != value and len(bare) >= 2:
+                cleaned.append(bare)
     return tuple(dict.fromkeys(cleaned))
+
+
+# what a Chinese name of a place of business may end in, said or not: 热干面铺子, 煎饼摊
+_ZH_SHOP_TAIL = re.compile("(?:铺子|摊子|小店|小摊|铺|摊|馆子)$")
 
 
 # he, she, they and their forms: another sentence says who

@@ -387,20 +387,48 @@ def same_people(old: str, new: str, old_values: frozenset[str] = frozenset()) ->
     # unless the person only one main clause names is in both texts ("My mentor … is
     # Renata" / "Had coffee with HR — my old mentor has moved …, so …")
     p_old, p_new = _people(_main(old)) - {a}, _people(_main(new)) - {b} - old_values
+    # a capitalised sentence start the stored text has as a plain word: "Firmware kept
+    # clashing…, so our hw/fw sync got pushed…" / "The hardware/firmware sync is …"
+    p_new = frozenset(p for p in p_new if not _plain_word_in(p, old))
     said_old = one_person(as_persons(p_old, old, new))
     said_new = one_person(as_persons(p_new, new, old))
     differ = as_household(said_old, said_new) ^ as_household(said_new, said_old)
-    if not p_new and _PRONOUN.search(new if not _people(new) else _main(new)):
+    where = new if not _people(new) - old_values else _main(new)
+    if not p_new and (_PRONOUN.search(where) or _THE_CHILD.search(where)):
         # "孩子的零用钱…" / "他上初中了，以后每周给…": he is the child; "我爸…眼药水用的是
         # 拉坦前列素" / "拉坦前列素一直在用，晚上我提醒他滴": he is Dad, in a later clause
         differ -= one_person(p_old)
     own_old, own_new = one_person(owners(old)), one_person(owners(new))
     if differ - (as_household(own_old, own_new) & as_household(own_new, own_old)):
         return False
+    if a != b and "me" in (a, b) and own_old and own_old == own_new:
+        # "My partner Sam is …" / "my partner's placement also moved - Sam's rotated …":
+        # the relative by name in one, as the speaker's in the other, named in both
+        named = b if a == "me" else a
+        if named and _names_relative(old, named) and _names_relative(new, named):
+            return True
     return a is None or b is None or a == b or _we_with(old, new, a)
 
 
 _WE = re.compile(r"^(?:we|our|us)\b", re.IGNORECASE)
+
+
+# a child named by a definite description, as by "he": "so the young lad's with me on
+# Thursdays now" of "I mind my little cousin Oisín … my auntie Deirdre's young lad"
+_THE_CHILD = re.compile(
+    r"\bthe\s+(?:young\s+|little\s+|wee\s+)?(?:lad|boy|girl|kid|child|wee\s+one|young\s+one)\b"
+    "|那孩子|这孩子|小家伙|那小子|这小子",
+    re.IGNORECASE,
+)
+
+
+def _plain_word_in(word: str, text: str) -> bool:
+    """Does `text` write `word` in lower case, as a common word (not a name)?"""
+    return word.isascii() and bool(
+        re.search(
+            rf"(?<![\w'-]){re.escape(word.lower())}(?![\w'-])", unicodedata.normalize("NFKC", text)
+        )
+    )
 
 
 def _we_with(old: str, new: str, person: str | None) -> bool:
@@ -1067,7 +1095,8 @@ def other_of_kind(old: str, new: str, shared: set[str]) -> bool:
     qualifier on a shared noun ("the bathroom tap" / "the kitchen tap", "last summer" /
     "this summer", 财务部的打印机 / 我们部门的打印机), or says one more exists (另一个组也
     有个张伟)? Then it changes nothing of the stored one."""
-    if _ANOTHER.search(unicodedata.normalize("NFKC", new)):
+    body = unicodedata.normalize("NFKC", new)
+    if _ANOTHER.search(body) and not changed_too(old, body):
         return True
     a, b = scopes(old) | _week_part(old), scopes(new) | _week_part(new)
     if a and b and not a & b:  # the weekday alarm, the weekend one; work and home
@@ -1981,6 +2010,42 @@ ONE_MORE = re.compile(
     "|也(?:" + "|".join(_ZH_ALSO_DID) + ")",
     re.I,
 )
+# "also" / "as well" of the change, not of the thing: "Mrs Li moved as well - she's got D6
+# now", "my partner's placement also moved": the stored one changed, like another did
+_CHANGED_TOO = re.compile(
+    r"\balso\s+(?:got\s+|been\s+|has\s+|had\s+)?(?:mov|chang|switch|rotat|shift|swapp"
+    r"|transferr|reassign|relocat)\w*"
+    r"|\b(?:mov|chang|switch|rotat|shift|swapp|transferr|reassign|relocat)\w*\s+(?:as\s+well|too)\b",
+    re.IGNORECASE,
+)
+
+
+def changed_too(old: str, new: str) -> bool:
+    """Does `new` say that what the stored text names changed as well ("Mrs Li moved as
+    well", "my partner's placement also moved"), not that someone or something else did
+    ("Tomasz also changed his van day", "Jamie's college has also shifted his mocks")?
+    Every word of what changed, before the change, is in the stored text, and one of
+    them is whose the stored fact is."""
+    match = _CHANGED_TOO.search(new)
+    if match is None:
+        return False
+    lead = re.split(r"[,.;:!?\u2014\u2013-]\s", new[: match.start()])[-1]
+    words = [
+        w.split("'")[0]
+        for w in re.findall(r"[A-Za-z][\w']*", lead)
+        if w.split("'")[0].lower() not in STOP_WORDS and len(w.split("'")[0]) > 2
+    ]
+    stored = unicodedata.normalize("NFKC", old).lower()
+    # whose the stored fact is, named in what changed: not Tomasz, named in "me, Priya and
+    # Tomasz split the week, and Mondays are my van days"
+    whose = set((_who(old) or "").split()) | set(owners(old))
+    return (
+        bool(words)
+        and all(re.search(rf"\b{re.escape(w.lower())}\b", stored) for w in words)
+        and any(w.lower() in whose for w in words)
+    )
+
+
 # when a statement holds: the summer timetable, the weekend one, 暑假
 _TIME_FRAME = re.compile(
     r"\b(?:summer|winter|spring|autumn|fall|holidays?|vacation|weekends?|weekdays?|term)\b"
@@ -1997,7 +2062,11 @@ def framed_apart(old: str, new: str, *, strict: bool = True) -> bool:
     stored one? Not `strict`: a frame counts only when both name one (a change often
     says when it starts: "from next term")."""
     stored, body = (unicodedata.normalize("NFKC", t) for t in (old, new))
-    if ONE_MORE.search(_FILLER.sub("", body)) and not ONE_MORE.search(stored):
+    if (
+        ONE_MORE.search(_FILLER.sub("", body))
+        and not ONE_MORE.search(stored)
+        and not changed_too(stored, body)
+    ):
         return True
     if strict and scopes(old) != scopes(new):
         return True

