@@ -2273,7 +2273,7 @@ def test_a_change_that_also_happened_elsewhere_still_supersedes(
 
 
 def test_one_more_of_a_kind_is_still_kept_apart(store: ConclusionStore) -> None:
-    """ "also" of the thing, not of the change, still says one more."""
+    """An "also" of the thing, not of the change, still says one more."""
     store.remember("Our electricity is paid by direct debit from the joint account.")
     done = store.remember("The water bill is now also paid by direct debit.")
     assert done.action == "created"
@@ -2309,6 +2309,6 @@ def test_bringing_a_time_forward_is_a_change_cue() -> None:
 def test_someone_else_changing_too_changes_nothing_stored(
     store: ConclusionStore, stored: str, other: str
 ) -> None:
-    """ "X also changed …" of a person or thing the stored row does not name is X's fact."""
+    """A person or thing the stored row is not of that "also changed": their fact."""
     store.remember(stored)
     assert store.remember(other).action == "created"
