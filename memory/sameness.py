@@ -389,7 +389,7 @@ def same_people(old: str, new: str, old_values: frozenset[str] = frozenset()) ->
     p_old, p_new = _people(_main(old)) - {a}, _people(_main(new)) - {b} - old_values
     # a capitalised sentence start the stored text has as a plain word: "Firmware kept
     # clashing…, so our hw/fw sync got pushed…" / "The hardware/firmware sync is …"
-    p_new = frozenset(p for p in p_new if not _plain_word_in(p, old))
+    p_new = frozenset(p for p in p_new if p.lower() in RELATION_WORDS or not _plain_word_in(p, old))
     said_old = one_person(as_persons(p_old, old, new))
     said_new = one_person(as_persons(p_new, new, old))
     differ = as_household(said_old, said_new) ^ as_household(said_new, said_old)
