@@ -100,7 +100,8 @@ _STILL = re.compile(
     r"|as\s+before|as\s+always|unchanged|same\s+as\s+(?:before|ever)"
     r"|stick(?:ing)?\s+with|stay(?:ing)?\s+with|keep(?:ing)?\s+it|remains?|remained)\b"
     r"|还是(?!偏|太|有点|有些|不太|不够|嫌|不行|不方便|不合适)"
-    r"|一直(?!卡|拖|没|不|等|在等|排不|约不|联系不|打不|坏|病|咳|疼|痛)"
+    # (一直没动过 / 一直没变 still say it holds)
+    r"|一直(?!卡|拖|没(?!再?[动变换改])|不|等|在等|排不|约不|联系不|打不|坏|病|咳|疼|痛)"
     r"|仍然|依然|没变|照旧|照样|还在(?!等|排|卡|拖|修)",
     re.IGNORECASE,
 )
@@ -402,7 +403,7 @@ _OLD_LEAD = re.compile(
 
 # a clause giving the stored thing to someone else: "土豆那个是她同学的", "the potato one is
 # her classmate's"
-_ZH_GIVEN_AWAY = re.compile(rf"是(?:她|他|我|我们|你)?[^{_P}是]{{1,6}}的$")
+_ZH_GIVEN_AWAY = re.compile(rf"是(?:她|他|我|我们|你)?[^{_P}是]{{1,10}}的$")
 _EN_GIVEN_AWAY = re.compile(
     r"\b(?:is|was|are|were|'s)\s+(?:actually\s+)?(?:my|his|her|their|our)\s+[\w -]{1,30}'s?$",
     re.IGNORECASE,
@@ -594,6 +595,10 @@ _ORDINAL_DAY = re.compile(r"^(\d{1,2})(?:st|nd|rd|th)$")
 
 
 WEEKDAYS = frozenset(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])
+MONTHS = frozenset(
+    """january february march april may june july august september october november
+    december""".split()  # noqa: SIM905
+)
 
 
 # -- who a statement is about ------------------------------------------------------------------
@@ -1333,10 +1338,7 @@ def _name_runs(text: str) -> list[frozenset[str]]:
     return runs
 
 
-_DATE_WORDS = frozenset(
-    """january february march april may june july august september october november december
-    monday tuesday wednesday thursday friday saturday sunday""".split()  # noqa: SIM905
-)
+_DATE_WORDS = MONTHS | WEEKDAYS
 
 
 def clause_of(text: str, value: str) -> str:

@@ -27,6 +27,7 @@ from functools import lru_cache
 from typing import Literal
 
 from memory.reconcile import (
+    MONTHS,
     RELATION_WORDS,
     THIRD_PERSON,
     WEEKDAYS,
@@ -215,7 +216,7 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
     found.update(_chosen(words))
     found.update(m.group("v") for m in _ZH_CALLED.finditer(body))  # 一家叫洁美到家的
     # a name in Chinese quotation marks: 「声仔器材」, 《冰与火》, “回响租赁”
-    found.update(m.group(1).strip().lower() for m in _QUOTED_NAME.finditer(body))
+    found.update(_quoted(body))
     found.update(
         v
         for m in _ZH_BOUGHT_AT.finditer(body)
@@ -526,10 +527,13 @@ _ZH_OTHERS_NEW = re.compile(
 
 
 # words that open a sentence in capitals without being a name ("My Tuesday pottery class")
-_NOT_A_NAME = WEEKDAYS | frozenset(
-    """my our your his her their the this that these those a an i we it there here on in at
-    every each last next every january february march april may june july august september
-    october november december""".split()  # noqa: SIM905
+_NOT_A_NAME = (
+    WEEKDAYS
+    | MONTHS
+    | frozenset(
+        """my our your his her their the this that these those a an i we it there here on in
+        at every each last next""".split()  # noqa: SIM905
+    )
 )
 
 
@@ -1923,22 +1927,6 @@ def near_conflict(old: str, new: str, similarity: float) -> bool:
     return len(about) >= (1 if similarity >= NEAR_CONFLICT else 2)
 
 
-_EN_MONTHS = frozenset(
-    [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ]
-)
 # where a change sends a time: "拖到八月才能来", "挪到明年三月了", "pushed back to April 3"
 _MOVED_TO = re.compile(
     r"(?:推迟到|推到|挪到|拖到|延到|延期到|改到|顺延到|提前到|移到)了?(?P<zh>[^，。,；;！!？?]{1,10})"
@@ -1951,14 +1939,11 @@ _MOVED_TO = re.compile(
 
 def _time_kind(value: str) -> str | None:
     """Which kind of time a value is (a month, a weekday, a clock time, a date), if any."""
-    if _ZH_MONTH.fullmatch(value) or value in _EN_MONTHS:
+    if _ZH_MONTH.fullmatch(value) or value in MONTHS:
         return "month"
     if value in WEEKDAYS or re.fullmatch("周[一二三四五六日末]", value):
         return "weekday"
-    if re.fullmatch(
-        r"\d{1,2}[:.]\d{2}(?:\s*[ap]m)?|\d{1,2}\s*[ap]m|(?:\d{1,2}|[一二三四五六七八九十两]{1,3})点[半钟]?",
-        value,
-    ):
+    if re.fullmatch(rf"\d{{1,2}}[:.]\d{{2}}(?:\s*[ap]m)?|\d{{1,2}}\s*[ap]m|{_ZH_CLOCK}", value):
         return "clock"
     if _ZH_DATE.fullmatch(value):
         return "date"
@@ -1985,13 +1970,12 @@ def moved_time(old: str, new: str) -> bool:
     妈妈打算五月从福清过来" / "她妈妈签证卡住了，得拖到八月才能来")? A visit or a trip
     put off shares few words with its plan; what it moves is the plan's time. Only of a
     relative the stored plan names and the change names again (她妈妈, 她爸)."""
-    body = unicodedata.normalize("NFKC", new).lower()
-    relatives = owners(old)
-    if not any(form in body for who in relatives for form in kin_forms(who)):
+    body = unicodedata.normalize("NFKC", new)
+    if not any(form in body.lower() for who in owners(old) for form in kin_forms(who)):
         return False  # whose plan it was, named again: not Tomasz's van day for our show
     sent = {
         kind
-        for m in _MOVED_TO.finditer(unicodedata.normalize("NFKC", new))
+        for m in _MOVED_TO.finditer(body)
         for v in values(m.group("zh") or m.group("en"), loose=True)
         if (kind := _time_kind(v))
     }
@@ -2030,11 +2014,8 @@ def changed_too(old: str, new: str) -> bool:
     if match is None:
         return False
     lead = re.split(r"[,.;:!?\u2014\u2013-]\s", new[: match.start()])[-1]
-    words = [
-        w.split("'")[0]
-        for w in re.findall(r"[A-Za-z][\w']*", lead)
-        if w.split("'")[0].lower() not in STOP_WORDS and len(w.split("'")[0]) > 2
-    ]
+    bare = (w.split("'")[0] for w in re.findall(r"[A-Za-z][\w']*", lead))  # partner's: partner
+    words = [w for w in bare if w.lower() not in STOP_WORDS and len(w) > 2]
     stored = unicodedata.normalize("NFKC", old).lower()
     # whose the stored fact is, named in what changed: not Tomasz, named in "me, Priya and
     # Tomasz split the week, and Mondays are my van days"
