@@ -43,7 +43,7 @@ _P = r"，。,、；;：:！!？?"  # clause punctuation, both scripts
 
 _EN_CUE = re.compile(
     r"\b(?:instead|switch(?:ed|ing)?|chang(?:ed|ing)|mov(?:ed|ing)|replac(?:ed|ing)"
-    r"|swapp?(?:ed|ing)|trad(?:ed|ing)|upgrad(?:ed|ing)|reschedul(?:ed|ing)|postpon(?:ed|ing)"
+    r"|swapp?(?:ed|ing)|(?:did|done|made|do|a)\s+(?:a\s+)?swap|trad(?:ed|ing)|upgrad(?:ed|ing)|reschedul(?:ed|ing)|postpon(?:ed|ing)"
     r"|push(?:ed)?\s+(?:back|out)|brought\s+forward|took\s+over|taken\s+over"
     # "asked us to bring Duoduo's bedtime forward to 8:45", "push the call back to 4"
     r"|(?:bring|brings|bringing|brought|push|pushes|pushing|pushed|move|moves|moving)\s+"
@@ -77,7 +77,7 @@ _EN_CUE = re.compile(
 )
 _ZH_CUE = re.compile(
     r"改成|改为|改用|改到|改在|改看|改去|改坐|改喝|换成|换人|换了|换到|换用|变成|变为|调到|调整"
-    r"|推迟|提前|挪到|转学|转到|搬到|搬去|不再|不用了|不去了|现在|如今|目前|以后|从此|已经|新的"
+    r"|推迟|提前(?=[到了至一二两三半几\d个，。,!！]|$)|挪到|转学|转到|搬到|搬去|不再|不用了|不去了|现在|如今|目前|以后|从此|已经|新的"
     r"|接手|接替|取代|代替|重新|换回|改回|其实|说错|搞错|记错|纠正|更正"
     r"|顺延|延期|延到|延后|改期|提早|转到|转去|调去|调到|请回|回来|换了人|来管|负责了"
     r"|交给|转交|移交|往后推|推了|定在了|拍板|下学期|下个月起|下周起|往后|这阵子|转投|改订|退掉|不续|没续"
@@ -102,7 +102,7 @@ _STILL = re.compile(
     r"|还是(?!偏|太|有点|有些|不太|不够|嫌|不行|不方便|不合适)"
     # (一直没动过 / 一直没变 still say it holds)
     r"|一直(?!卡|拖|没(?!再?[动变换改])|不|等|在等|排不|约不|联系不|打不|坏|病|咳|疼|痛)"
-    r"|仍然|依然|没变|照旧|照样|还在(?!等|排|卡|拖|修)",
+    r"|仍然|依然|没再?变|照旧|照样|还在(?!等|排|卡|拖|修)",
     re.IGNORECASE,
 )
 
@@ -110,7 +110,7 @@ _STILL = re.compile(
 @lru_cache(maxsize=8192)
 def still_cue(text: str) -> bool:
     """Does the text say that something still holds as it was?"""
-    return bool(_STILL.search(unicodedata.normalize("NFKC", text)))
+    return bool(_STILL.search(_mandarin(unicodedata.normalize("NFKC", text))))
 
 
 _CORRECTION = re.compile(
@@ -130,14 +130,26 @@ _CORRECTION = re.compile(
 
 def correction_cue(text: str) -> bool:
     """Does the text say the speaker got something wrong ("sorry, I got that wrong", 我记错了)?"""
-    return bool(_CORRECTION.search(unicodedata.normalize("NFKC", text)))
+    return bool(_CORRECTION.search(_mandarin(unicodedata.normalize("NFKC", text))))
 
 
 @lru_cache(maxsize=8192)
 def change_cue(text: str) -> bool:
     """Does the text say that something changed (or holds from now on)?"""
     body = unicodedata.normalize("NFKC", text)
-    return bool(_EN_CUE.search(body) or _ZH_CUE.search(body))
+    return bool(_EN_CUE.search(body) or _ZH_CUE.search(_mandarin(body)))
+
+
+# written Cantonese's aspect marks, negations and "now", as the cue patterns spell them
+# in Mandarin: "转咗礼拜五" (转了), "场地冇再变" (没再变), "依家系十一月九号" (现在)
+_YUE_TO_MANDARIN = str.maketrans({"咗": "了", "冇": "没", "唔": "不"})
+
+
+def _mandarin(text: str) -> str:
+    """`text` with written Cantonese's few cue-bearing words in their Mandarin form."""
+    if not re.search(f"[{HAN}]", text):
+        return text
+    return text.translate(_YUE_TO_MANDARIN).replace("依家", "现在").replace("讲错", "说错")
 
 
 _CUE_WORDS = re.compile(
@@ -164,7 +176,9 @@ _RELATIONS = (
     "uncle cousin friend colleague coworker boss neighbour neighbor girlfriend boyfriend "
     "mentor mentee landlord landlady tutor roommate flatmate housemate classmate teammate "
     "cofounder co-founder mother-in-law father-in-law sister-in-law brother-in-law "
-    "son-in-law daughter-in-law parents-in-law "
+    "son-in-law daughter-in-law parents-in-law workmate "
+    # written Cantonese: younger brother, elder sister, mum, dad, mother's brother …
+    "细佬 家姐 细妹 阿妈 阿爸 老豆 老窦 舅父 阿嫲 阿爷 老婆仔 "
     "导师 室友 同学 妈 爸 哥 姐 弟 妹 爸妈 父母 "
     "太太 妻子 老婆 爱人 丈夫 老公 先生 儿子 女儿 孩子 妈妈 爸爸 母亲 父亲 姐姐 妹妹 哥哥 弟弟 "
     "侄女 侄子 外甥 外甥女 奶奶 爷爷 外婆 外公 同事 朋友 邻居 表妹 表哥 表姐 表弟 舅舅 姑姑 阿姨 "
@@ -724,7 +738,12 @@ _PRONOUNS = frozenset("it that there here he she what who where let everyone nob
 
 
 _FIRST = re.compile(
-    r"^(?:(?:so|and|also|now|update|btw)[\s,]+)?(?:I|I'm|I've|we|we're|we've|my|our)\b|^我", re.I
+    r"^(?:(?:so|and|also|now|update|btw)[\s,]+)?(?:I|I'm|I've|we|we're|we've|my|our)\b|^我"
+    # a short place or time phrase before the speaker: "On the unit I'm the link nurse …",
+    # "These days we …" (not "my" after it: "On Fridays my sister …" is the sister's)
+    + r"|^(?:(?:on|at|in|since|from|after|for|over|these|nowadays|lately|recently|today"
+    r"|this)\b[\w' -]{0,24}?,?\s+)(?:I|I'm|I've|we|we're|we've)\b",
+    re.I,
 )
 _NAMED = re.compile(
     r"^(?P<name>[A-Z][a-z][\w-]*(?:\s+[A-Z][a-z][\w-]*)?)(?:'s\b|\s+(?:now\s+|still\s+|just\s+)?"
@@ -1228,10 +1247,19 @@ def topic_words(text: str) -> frozenset[str]:
     body = unicodedata.normalize("NFKC", text).lower()
     words = set(re.findall(r"[a-z][a-z0-9'-]+", body))
     for run in re.findall(rf"[{HAN}]+", body):
-        words.update(run[i : i + 2] for i in range(len(run) - 1))
+        words.update(
+            pair
+            for i in range(len(run) - 1)
+            if not _YUE_PARTICLES.intersection(pair := run[i : i + 2])
+        )
     return frozenset(
         {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words} - _NOT_CONTENT
     )
+
+
+# Cantonese particles and pronouns (the, -ed, at, that, some, they, not…): a pair of
+# characters holding one names no topic ("嗰度啲瓷砖" / "话嗰度啲英国阿伯" share 度啲)
+_YUE_PARTICLES = frozenset("嘅咗喺嗰啲哋冇唔咁嘢噉喇嘞佢嚟")
 
 
 _ASKED_TEACHER = re.compile(

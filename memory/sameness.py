@@ -634,7 +634,9 @@ _LEADING_NAME = re.compile(
     # not "The Thursday slot …", "At Hobsons Bay council …"
     r"^(?!(?:The|This|That|These|Those|Our|My|Every|Each|Next|Last|At|In|On|For|From|With"
     r"|After|Before|Since|Until|By)\s)"
-    r"(?P<name>[A-Z][a-z][\w-]*(?:\s+[A-Z][a-z][\w-]*)+)\s+[a-z]"
+    r"(?P<name>[A-Z][a-z][\w-]*(?:\s+[A-Z][a-z][\w-]*)+)\s+"
+    # a plural verb: a firm or a group ("Roundhouse Recruit are doing our panels")
+    r"(?!(?:are|were|have|do)\b)[a-z]"
 )
 _RELATION_NAME = re.compile(
     r"^(?:[Mm]y|[Oo]ur)\s+(?P<rel>[a-z]+)\s+(?P<name>[A-Z][a-z][\w-]*(?:\s+[A-Z][a-z][\w-]*)*)"
@@ -811,9 +813,16 @@ def whose(text: str) -> frozenset[str]:
     with Lena, who my colleague Jonas recommended"), after any opening filler ("Funny thing
     — my flatmate Marco …")."""
     body = _FILLER.sub("", unicodedata.normalize("NFKC", text).strip())
-    return _people(_RELATIVE_CLAUSE.split(body, maxsplit=1)[0])
+    head = _RELATIVE_CLAUSE.split(body, maxsplit=1)[0]
+    friend = _FRIEND_NAMED.search(head)
+    return _people(head) | ({friend.group("rel").lower()} if friend else set())
 
 
+# a friend by name, in words that are no relation word (a question's "my climbing buddy"
+# is a role): "My mate Donna from uni works on neonatal"
+_FRIEND_NAMED = re.compile(
+    r"\b(?i:my|our)\s+(?:old\s+|best\s+)?(?P<rel>mate|buddy|pal)\s+(?=[A-Z][a-z])"
+)
 _RELATIVE_CLAUSE = re.compile(r",?\s+(?:who|whom|whose|which)\b|\s[\u2014\u2013-]\s")
 
 
@@ -1315,7 +1324,13 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
             return None
         if _topic_only_in_reason(new, specific, fresh, dropped):
             return None  # "Thursdays clashed with my tutorials, so … Mine is Friday now"
-        if _another_time(fresh, dropped):
+        if _topic_only_aside(new, specific, fresh):
+            return None  # "…我爸定了正月廿二出发，工厂那边到时候得提前交代好": the trip's date
+        if (
+            _another_time(fresh, dropped)
+            or _time_for_timeless(fresh, old)
+            or _untimed_change_of_a_time(old, new)
+        ):
             return None  # "每周星期二关门" / "拖到九点四十再关门": the hour, not the day
         if _split_name(new, fresh, kept):
             return None  # "with Luisa Hoffmann" / "with Hanna Hoffmann": two people
@@ -1381,6 +1396,24 @@ def _topic_only_in_reason(new: str, shared: set[str], fresh: set[str], dropped: 
     in_result = _overlap(topic(result), frozenset(shared))[0]
     after = {f for f in fresh if _known(f, values(result, loose=True))}
     return not in_result and bool(after) and not _same_type(after, dropped)
+
+
+def _topic_only_aside(new: str, shared: set[str], fresh: set[str]) -> bool:
+    """Does a Chinese statement name the stored topic only in a later clause of its own,
+    one that holds neither a new value nor a change ("今年回潮阳老家…，我爸定了正月廿二
+    出发，工厂那边到时候得提前交代好" is no change of who deals with the factory)? A topic
+    said first and changed after it ("兽医，之前是张医生，现在是李医生") is a change."""
+    body = unicodedata.normalize("NFKC", new)
+    # a relative named in a later clause still says whose the fact is ("我干脆周六早上走，
+    # 反正女儿那边哪天到都一样" is the trip to the daughter's): only a topic word counts
+    shared = {w for w in shared if w not in RELATION_WORDS_ZH}
+    if not shared or not _HAS_HAN.search(body):
+        return False
+    clauses = [c.lower() for c in re.split(r"[，,；;。！？!?—]", body) if c.strip()]
+    holding = [c for i, c in enumerate(clauses) if any(w in c for w in shared)]
+    if len(clauses) < 2 or not holding or any(w in clauses[0] for w in shared):
+        return False
+    return not any(any(f.lower() in c for f in fresh) or change_cue(c) for c in holding)
 
 
 def _runs(text: str, vals: set[str] | frozenset[str]) -> list[set[str]]:
@@ -1808,6 +1841,7 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
         if same_people(text, new, values(text, loose=True))
         and not theirs(text, new)
         and not framed_apart(text, new, strict=False)
+        and not _untimed_change_of_a_time(text, new)
     ]
     if not fitting:
         return None
@@ -1907,6 +1941,8 @@ def near_conflict(old: str, new: str, similarity: float) -> bool:
         return False
     if another_named(old, new) or with_another(old, new) or another_time(old, new):
         return False  # the budget meeting with Luisa Hoffmann, not the one with Hanna
+    if _untimed_change_of_a_time(old, new):
+        return False  # "皮影课定在每周六下午两点" / "…皮影课就搬到书院门一家茶社": where, not when
     a, b = owners(old), owners(new)
     if (a or b) and not a & b and not (a and not b and _PRONOUN.search(new)):
         return False  # 我姐姐家的金毛… / 豆豆以后由林医生接手: not said of one owner
@@ -1963,6 +1999,42 @@ def _another_time(fresh: set[str], dropped: set[str]) -> bool:
     gone = {_time_kind(v) for v in dropped}
     came = {_time_kind(v) for v in fresh} - {None}
     return bool(dropped) and None not in gone and bool(came) and not gone & came
+
+
+def _time_for_timeless(fresh: set[str], old: str) -> bool:
+    """Are the new values all times, and does the stored statement say no time at all
+    ("场地订咗唐人街嘅金龙酒家" / "个场地净系得十一月廿三有档期，所以日子又要再郁")? The
+    change then sets when, of a thing whose where was stored: nothing there is replaced."""
+    return (
+        bool(fresh)
+        and all(_time_kind(v) for v in fresh)
+        and not _TIMEISH.search(unicodedata.normalize("NFKC", old))
+    )
+
+
+def _untimed_change_of_a_time(old: str, new: str) -> bool:
+    """Does a change that says no time at all meet a stored statement whose values are
+    all times? It changes something else of the thing (its place, its teacher)."""
+    held = values(old)
+    return (
+        bool(held)
+        and all(_time_kind(v) or _TIMEISH.search(v) for v in held)
+        and not _TIMEISH.search(unicodedata.normalize("NFKC", new))
+    )
+
+
+# any word of time, loosely: a stored statement holding one may hold the time a change
+# replaces, in words `_time_kind` does not read ("weekends", "月底", "after school")
+_TIMEISH = re.compile(
+    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b(?:morning|afternoon|evening|night"
+    r"|weekend|week|fortnight|month|year|daily|weekly|monthly|tonight|tomorrow|today|term"
+    r"|spring|summer|autumn|fall|winter|christmas|easter|noon|midnight|o'clock|date|time|day"
+    r"|[ap]m|lunch|breakfast|dinner|supper|bedtime|dawn|dusk|school)s?\b"
+    r"|\d\s*[ap]\.?m\b|\d{1,2}[:.]\d{2}|\b(?:"
+    + "|".join(MONTHS)
+    + r")\b|[年月日天号周点时早午晚春夏秋冬节季期]|星期|礼拜|放学|下班|饭后",
+    re.IGNORECASE,
+)
 
 
 def moved_time(old: str, new: str) -> bool:
