@@ -43,7 +43,8 @@ _P = r"，。,、；;：:！!？?"  # clause punctuation, both scripts
 
 _EN_CUE = re.compile(
     r"\b(?:instead|switch(?:ed|ing)?|chang(?:ed|ing)|mov(?:ed|ing)|replac(?:ed|ing)"
-    r"|swapp?(?:ed|ing)|(?:did|done|made|do|a)\s+(?:a\s+)?swap|trad(?:ed|ing)|upgrad(?:ed|ing)|reschedul(?:ed|ing)|postpon(?:ed|ing)"
+    r"|swapp?(?:ed|ing)|a\s+swap|trad(?:ed|ing)|upgrad(?:ed|ing)|reschedul(?:ed|ing)"
+    r"|postpon(?:ed|ing)"
     r"|push(?:ed)?\s+(?:back|out)|brought\s+forward|took\s+over|taken\s+over"
     # "asked us to bring Duoduo's bedtime forward to 8:45", "push the call back to 4"
     r"|(?:bring|brings|bringing|brought|push|pushes|pushing|pushed|move|moves|moving)\s+"

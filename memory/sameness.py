@@ -1410,7 +1410,7 @@ def _topic_only_aside(new: str, shared: set[str], fresh: set[str]) -> bool:
     if not shared or not _HAS_HAN.search(body):
         return False
     clauses = [c.lower() for c in re.split(r"[，,；;。！？!?—]", body) if c.strip()]
-    holding = [c for i, c in enumerate(clauses) if any(w in c for w in shared)]
+    holding = [c for c in clauses if any(w in c for w in shared)]
     if len(clauses) < 2 or not holding or any(w in clauses[0] for w in shared):
         return False
     return not any(any(f.lower() in c for f in fresh) or change_cue(c) for c in holding)
@@ -1841,7 +1841,6 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
         if same_people(text, new, values(text, loose=True))
         and not theirs(text, new)
         and not framed_apart(text, new, strict=False)
-        and not _untimed_change_of_a_time(text, new)
     ]
     if not fitting:
         return None
@@ -1941,8 +1940,6 @@ def near_conflict(old: str, new: str, similarity: float) -> bool:
         return False
     if another_named(old, new) or with_another(old, new) or another_time(old, new):
         return False  # the budget meeting with Luisa Hoffmann, not the one with Hanna
-    if _untimed_change_of_a_time(old, new):
-        return False  # "皮影课定在每周六下午两点" / "…皮影课就搬到书院门一家茶社": where, not when
     a, b = owners(old), owners(new)
     if (a or b) and not a & b and not (a and not b and _PRONOUN.search(new)):
         return False  # 我姐姐家的金毛… / 豆豆以后由林医生接手: not said of one owner
@@ -1987,10 +1984,13 @@ def _time_kind(value: str) -> str | None:
 
 
 def another_time(old: str, new: str) -> bool:
-    """`_another_time` of two statements' values ("每周星期二关门" / "拖到九点四十再关门")."""
+    """`_another_time` of two statements' values ("每周星期二关门" / "拖到九点四十再关门"),
+    or a change naming no time of a statement of times only (`_untimed_change_of_a_time`)."""
     held, said = values(old, loose=True), values(new, loose=True)
     fresh = {v for v in values(new) if not _known(v, held)}
-    return _another_time(fresh, {v for v in values(old) if not _known(v, said)})
+    return _another_time(
+        fresh, {v for v in values(old) if not _known(v, said)}
+    ) or _untimed_change_of_a_time(old, new)
 
 
 def _another_time(fresh: set[str], dropped: set[str]) -> bool:
