@@ -90,7 +90,7 @@ _ZH_CUE = re.compile(
     # what came of something: "…，干脆每周星期二关门", "只好改装联通", "涨到1480", "又搬回306"
     r"|干脆|只好|那就|于是|涨到|涨了|降到|降了|加到|减到|升到|升职|升咗|调回|搬回|挪去|挪了"
     r"|推到|拖到|延到|延期到|顺延|被推|最后(?:还是|[定订选买换找去用租签改])|最终|定这儿|就定|跳槽|转头|不上了|不做了|不干了|被安排|被弄到|被排"
-    r"|开始走|入手了|顶上|换地方|改装|之後|而家|又[^，。,]{0,3}(?:回|涨|降|换|改|搬)"
+    r"|开始走|入手了|(?<!自己)顶上|换地方|改装|之後|而家|又[^，。,]{0,3}(?:回|涨|降|换|改|搬)"
 )
 # a statement that something still holds: "still", 还是, 一直 (a restatement, not a change);
 # not a blocker or a complaint given as the reason for a change: "签证一直卡着，机票挪到三月了",
@@ -187,7 +187,11 @@ _RELATIONS = (
     "姐夫 妹夫 小叔子 小姑子 大姑子 岳父 岳母 同桌 闺蜜 发小 "
     "老伴 媳妇 儿媳 儿媳妇 女婿 孙子 孙女 外孙 外孙女 丈母娘 老丈人 伯伯 叔叔 "
     "姥姥 姥爷 亲家 对象 男朋友 女朋友 男友 女友 继子 继女 "
-    "娃他爸 孩子他爸 孩他爸 娃他妈 孩子他妈 孩他妈"
+    "娃他爸 孩子他爸 孩他爸 娃他妈 孩子他妈 孩他妈 "
+    # an uncle or aunt by birth order (二叔, 三姨), father's side cousins, in-laws
+    "二叔 三叔 四叔 小叔 二伯 三伯 二姨 三姨 二姑 三姑 二舅 三舅 大舅妈 伯父 伯母 姑妈 姨妈 "
+    "婶子 堂哥 堂姐 堂弟 堂妹 表叔 表姑 表舅 大哥 二哥 三哥 大姐 二姐 三姐 大嫂 二嫂 "
+    "公公 婆婆 家公 家婆 老爸 老妈"
 )
 _RELATION_WORDS = frozenset(_RELATIONS.split())
 RELATION_WORDS = frozenset(w for w in _RELATION_WORDS if w.isascii())
@@ -440,6 +444,19 @@ def without_given_away(text: str, stored: str) -> str:
     return "".join(kept)
 
 
+# what a correction says was an earlier value: "sage green was last year's", 绿色是去年的
+_WAS_BEFORE = re.compile(
+    r"(?:^|(?<=[-\u2013\u2014:;,.!]\s))(?P<old>[A-Za-z][\w'&-]*(?:\s+[\w'&-]+){0,3}?)\s+(?:was|were)\s+"
+    r"(?:last\s+(?:year|season|term|time|month)(?:'s)?|(?:the|my|our)\s+old\s+one|from\s+before)\b"
+    rf"|(?:^|(?<=[{_P}]))(?P<zh>[^{_P}]{{2,10}}?)是(?:去年|上次|之前|以前|原来|上一批)的",
+    re.IGNORECASE,
+)
+
+
+# "that was last year's schedule": what was wrong, not a value
+_NOT_BEFORE = frozenset("that it this those these mine ours which 那个 这个 那 这".split())  # noqa: SIM905
+
+
 @lru_cache(maxsize=8192)
 def old_values(text: str) -> tuple[str, ...]:
     """The values a change names as replaced: "instead of Dr. Rao" -> Dr. Rao, "from
@@ -453,6 +470,12 @@ def old_values(text: str) -> tuple[str, ...]:
         found += [m.group("old") for m in _EN_FROM_TO.finditer(body)]
     found += [m.group("old") for pattern in _ZH_OLD for m in pattern.finditer(body)]
     found += _zh_left_behind(body)
+    if correction_cue(body):  # "sorry, I mixed that up - sage green was last year's"
+        found += [
+            v
+            for m in _WAS_BEFORE.finditer(body)
+            if (v := m.group("old") or m.group("zh")).lower() not in _NOT_BEFORE
+        ]
     cleaned = []
     for value in found:
         value = _OLD_LEAD.sub("", value.strip(" '\"")).strip()
@@ -733,7 +756,9 @@ def owners(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
-_ZH_ADDRESS = frozenset(["阿姨", "妈", "爸", "哥", "姐", "弟", "妹", "叔叔", "伯伯"])
+_ZH_ADDRESS = frozenset(
+    ["阿姨", "妈", "爸", "哥", "姐", "弟", "妹", "叔叔", "伯伯", "大哥", "大姐", "婆婆", "公公"]
+)
 # "It's", "That's": no one's
 _PRONOUNS = frozenset("it that there here he she what who where let everyone nobody".split())  # noqa: SIM905
 
@@ -743,11 +768,18 @@ _FIRST = re.compile(
     # a short place or time phrase before the speaker: "On the unit I'm the link nurse …",
     # "These days we …" (not "my" after it: "On Fridays my sister …" is the sister's)
     + r"|^(?:(?:on|at|in|since|from|after|for|over|these|nowadays|lately|recently|today"
-    r"|this)\b[\w' -]{0,24}?,?\s+)(?:I|I'm|I've|we|we're|we've)\b",
+    r"|this)\b[\w' -]{0,24}?,?\s+)(?:I|I'm|I've|we|we're|we've)\b"
+    # after an interjection's short clause: "Well that didn't last, I got bumped over to …"
+    r"|^(?:well|ok|okay|right|oh|ugh|yeah|anyway|honestly|sadly|luckily|annoyingly)\b"
+    r"[^,;:.!?]{0,30},\s+(?:I|I'm|I've|we|we're|we've)\b",
     re.I,
 )
 _NAMED = re.compile(
     r"^(?P<name>[A-Z][a-z][\w-]*(?:\s+[A-Z][a-z][\w-]*)?)(?:'s\b|\s+(?:now\s+|still\s+|just\s+)?"
+    # an adverb or a short phrase of where they work between name and verb: "Callum somehow
+    # got himself elected …", "Kev on C platoon got paired up with …"
+    r"(?:(?:somehow|finally|also|already|actually|apparently|recently|\w+ly)\s+"
+    r"|(?:on|from|in|at)\s+(?:the\s+)?[\w-]+(?:\s+[\w-]+)?\s+)?"
     r"(?:is|was|has|had|does|did|switched|moved|changed|started|stopped|quit|sold|bought|lives|works"
     r"|drives|uses|prefers|sees|goes|takes|reports|leads|runs|drinks|eats|likes|loves|cuts|teaches"
     r"|no\s+longer|replaced|swapped|took|got|became|left|joined)\b)"
@@ -1045,8 +1077,18 @@ def _speaker_role(body: str) -> str | None:
     for match in _SPEAKER_ROLE.finditer(body):
         role = role_of(match.group())
         if role is not None:
-            return role
+            # "my second supervisor" is another person than "my main supervisor"
+            rank = _RANKED.match(match.group("en") or "")
+            return f"{rank.group(1).lower()} {role}" if rank else role
     return None
+
+
+# a qualifier that makes one more holder of a role, not the role itself
+_RANKED = re.compile(
+    r"(second|secondary|co|assistant|deputy|vice|associate|backup|junior|senior|interim|acting)"
+    r"[\s-]",
+    re.IGNORECASE,
+)
 
 
 # generic qualifiers that do not make another subject: "daily standup" is the standup
@@ -1211,6 +1253,8 @@ def same_value(old: str, new: str, subject: str | None) -> bool | None:
     if fresh:
         if fresh <= identifiers(old, loose=True):
             return True
+        if _TAKES_OVER.search(new):
+            return False  # "Dr. Vos took a job in Ghent, and Dr. Peeters has taken over …"
         stated = {w for w in identifiers(old) if role_of(w) is None} - about
         # the new text keeps every name and number of the old one and adds detail
         return bool(stated) and not replaced and stated <= identifiers(new, loose=True)
@@ -1231,6 +1275,12 @@ def same_value(old: str, new: str, subject: str | None) -> bool | None:
             return False
         return mentions(old, value)
     return None
+
+
+# someone new holds what the stored one held: a new name beside it is its new value
+_TAKES_OVER = re.compile(
+    r"\b(?:took|taken|takes|taking)\s+over\b|\bstepped\s+in\s+for\b|接手|接替|顶替", re.I
+)
 
 
 _NOT_CONTENT = frozenset(

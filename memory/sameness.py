@@ -116,8 +116,8 @@ _ZH_VALUE_VERBS = frozenset(
     "是 用 吃 在 去 到 成 找 住 叫 坐 喝 选 改用 换成 改成 用的是 吃的是".split()  # noqa: SIM905
 )
 _ZH_GENERIC_NOUNS = frozenset(
-    """时候 时间 地方 东西 事情 问题 情况 样子 那边 这边 家里 公司 单位 学校 医院 附近 里面 外面
-    顾问 老师 医生 师傅 教练 阿姨 经理 律师""".split()  # noqa: SIM905
+    """时候 时间 地方 东西 事情 问题 情况 样子 那边 这边 家里 队里 店里 班上 公司 单位 学校 医院
+    附近 里面 外面 顾问 老师 医生 师傅 教练 阿姨 经理 律师""".split()  # noqa: SIM905
 )
 _UNITS = frozenset("minute hour day week month year time night session lesson".split())  # noqa: SIM905
 # a clock time: 九点, 十点半, 3点15分, 六点一刻
@@ -465,9 +465,19 @@ def _main(text: str) -> str:
     """The statement up to its first clause of detail or reason (in Chinese, its first
     clause: 我妈上个月从成都搬到杭州了，想离我姐近一点 is about 我妈)."""
     body = _FILLER.sub("", unicodedata.normalize("NFKC", text).strip())
+    # a reason about someone, then what the speaker does: "我哥家里要办婚礼，跟我们对调了
+    # 一下，所以我们家去小屋变成八月第一周了" is the speaker's week at the cottage
+    if (then := _SPEAKER_THEN.search(body)) is not None:
+        body = _RELATIVE_CLAUSE.split(body[then.end() :], maxsplit=1)[0]
     if _HAS_HAN.search(body):
         return re.split(r"[，,；;。！？!?]", body, maxsplit=1)[0]
     return _MAIN_END.split(body, maxsplit=1)[0]
+
+
+_SPEAKER_THEN = re.compile(
+    r"[，,]\s*(?:所以|于是|因此|只好|干脆)(?=我|咱|俺)"
+    r"|,\s+so\s+(?=(?:I|I'm|I've|we|we're|we've)\b)"
+)
 
 
 # what opens a sentence without saying anything: "对了，", "顺便说一句，", "By the way, "
@@ -574,6 +584,24 @@ _EN_ALSO = re.compile(
 _EN_TOO = re.compile(r"\b(?:too|as well)\s*(?:[.!;,\u2014\u2013)]|$)")
 _ZH_SELF = frozenset("我 我们 咱 咱们 俺 自己".split())  # noqa: SIM905
 _ZH_ALSO_DID = tuple("换 改 搬 转 去 找 用 报 选 定 约 请 开始 跟着 买".split())  # noqa: SIM905
+
+
+def another_thing_too(old: str, new: str) -> bool:
+    """Does `new` say that another thing, one the stored statement does not name, changed
+    too ("小区停车费也调成了2.5元" beside "小区物业费是每平米每月2.5元")? One more of
+    the kind, not a new value of the stored one. The thing is the run of nouns before 也."""
+    stored = unicodedata.normalize("NFKC", old)
+    words = [(w, f) for w, f in zh_words(unicodedata.normalize("NFKC", new)) if w.strip()]
+    for i, (word, _) in enumerate(words[1:-1], 1):
+        if word != "也" or not words[i + 1][0].startswith((*_ZH_ALSO_DID, "调", "涨", "降", "变")):
+            continue
+        start = i
+        while start > 0 and words[start - 1][1].startswith("n"):
+            start -= 1
+        thing = "".join(w for w, _ in words[start:i])
+        if len(thing) >= 2 and thing not in stored and thing not in RELATION_WORDS_ZH:
+            return True
+    return False
 
 
 def others_also(old: str, new: str) -> bool:
@@ -1401,8 +1429,9 @@ def _topic_only_in_reason(new: str, shared: set[str], fresh: set[str], dropped: 
 def _topic_only_aside(new: str, shared: set[str], fresh: set[str]) -> bool:
     """Does a Chinese statement name the stored topic only in a later clause of its own,
     one that holds neither a new value nor a change ("今年回潮阳老家…，我爸定了正月廿二
-    出发，工厂那边到时候得提前交代好" is no change of who deals with the factory)? A topic
-    said first and changed after it ("兽医，之前是张医生，现在是李医生") is a change."""
+    出发，工厂那边到时候得提前交代好" is no change of who deals with the factory), or only
+    in a later clause's "when" frame (…的时候)? A topic said first and changed after it
+    ("兽医，之前是张医生，现在是李医生") is a change."""
     body = unicodedata.normalize("NFKC", new)
     # a relative named in a later clause still says whose the fact is ("我干脆周六早上走，
     # 反正女儿那边哪天到都一样" is the trip to the daughter's): only a topic word counts
@@ -1413,6 +1442,10 @@ def _topic_only_aside(new: str, shared: set[str], fresh: set[str]) -> bool:
     holding = [c for c in clauses if any(w in c for w in shared)]
     if len(clauses) < 2 or not holding or any(w in clauses[0] for w in shared):
         return False
+    # only in a clause's "when" frame: "店里白天的客服是小林在回，晚上直播的时候我自己顶上"
+    # is who answers customers, not when the stream starts
+    if not any(w in re.sub(r"^.*?的?时候", "", c) for c in holding for w in shared):
+        return True
     return not any(any(f.lower() in c for f in fresh) or change_cue(c) for c in holding)
 
 
@@ -1916,6 +1949,29 @@ def _counts(text: str) -> dict[str, set[str]]:
         unit = (m.group("before") or m.group("after") or "clock").lower().rstrip("s")
         found.setdefault(unit, set()).add(m.group("n") or m.group("m") or m.group("clock"))
     return found
+
+
+# a sum or a share: £41, 41镑, 六成, 一人一半, 60/40 ("split sixty-forty" is too loose)
+_AMOUNT = re.compile(
+    r"[£$€¥]\s*\d|\d+(?:[.,]\d+)?\s*(?:%|percent\b|quid\b|bucks\b|pounds?\b|dollars?\b"
+    r"|euros?\b|[块元镑欧万千成折])|\b\d{1,2}/\d{1,2}\b(?!/)"
+    r"|[一二三四五六七八九十两百千]+\s*(?:块|元|镑|欧|美元|万|成|折)"
+    r"|一半|对半|平摊|均摊|五五|六四|四六|七三|三七|\bAA\b",
+    re.IGNORECASE,
+)
+
+
+def amount_for_amountless(old: str, new: str) -> bool:
+    """Does the new statement set a sum or a share ("又涨了！这下每个月41镑", "仓库租金是
+    我们家出六成") and nothing else new, of a stored statement that states no amount at
+    all ("阿敏周末那份兼职也换了…", "我们的仓库在九堡")? It is what something costs or how
+    it is split, not a new value of the stored thing."""
+    body_old, body_new = (unicodedata.normalize("NFKC", t) for t in (old, new))
+    if not _AMOUNT.search(body_new) or _AMOUNT.search(body_old):
+        return False
+    held = values(old, loose=True)
+    fresh = {v for v in values(new) if not _known(v, held)}
+    return all(_AMOUNT.search(v) or v.isdigit() for v in fresh)
 
 
 def another_count(old: str, new: str) -> bool:
