@@ -30,7 +30,7 @@ from typing import Protocol
 
 import numpy as np
 
-from memory.text import HAN, stem
+from memory.text import has_han, stem
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +156,6 @@ _SCOPE_SYNONYMS = {
 _SCOPE_STOP = frozenset(
     "the a an my our at for to in on of with from during when while and use 用 的".split()  # noqa: SIM905
 )
-_CJK = re.compile(f"[{HAN}]")
 
 
 def scope_key(text: str | None) -> frozenset[str]:
@@ -174,7 +173,7 @@ def scope_key(text: str | None) -> frozenset[str]:
             continue
         if word in _SCOPE_SYNONYMS:
             keys.add(_SCOPE_SYNONYMS[word])
-        elif _CJK.search(word):
+        elif has_han(word):
             keys.add(word)
         else:
             keys.add(stem(word))
@@ -203,8 +202,8 @@ def head_of(subject: str | None) -> Head | None:
         for noun in (tail, tail[:-1] if tail.endswith("s") else ""):
             if noun in NOUN_GROUP:
                 return _head(noun, " ".join(words[:-n]))
-    if _CJK.search(body[-1:]):  # Chinese: the longest noun the subject ends with
-        for noun in sorted((n for n in NOUNS if _CJK.search(n)), key=len, reverse=True):
+    if has_han(body[-1:]):  # Chinese: the longest noun the subject ends with
+        for noun in sorted((n for n in NOUNS if has_han(n)), key=len, reverse=True):
             if body.endswith(noun):
                 return _head(noun, body[: -len(noun)])
     return None

@@ -98,7 +98,7 @@ from memory.sameness import (
     values,
     whose,
 )
-from memory.text import HAN, STOP_WORDS, stem, zh_words
+from memory.text import HAN, STOP_WORDS, has_han, stem, zh_words
 
 log = logging.getLogger(__name__)
 
@@ -978,9 +978,9 @@ class ConclusionStore:
                 if as_persons(owners(row.text) - owners(value), row.text, text)
                 == as_persons(new_owners, text, row.text)
                 # 马教练调走了，现在带我儿子踢球的是…: the people a later clause names
-                or (_HAN_TEXT.search(text) and owners(row.text) == owners(text))
+                or (has_han(text) and owners(row.text) == owners(text))
             ]
-            if not rows and _HAN_TEXT.search(text) and not owners(without_companions(text)):
+            if not rows and has_han(text) and not owners(without_companions(text)):
                 # 3号那天的号被人抢光了…: a Chinese change that leaves whose unsaid
                 rows = found
             if keys and _normalised(value) not in keys:
@@ -1757,15 +1757,12 @@ def _names_subject(text: str, keys: set[str]) -> bool:
     words = set(re.findall(r"[^\W_]+", unicodedata.normalize("NFKC", text).lower()))
     flat = re.sub(r"\s+", "", unicodedata.normalize("NFKC", text))
     for key in keys:
-        if re.search(rf"[{HAN}]", key):
+        if has_han(key):
             if len(key) >= 2 and key in flat:
                 return True
         elif key.split() and set(key.split()) <= words and len(key.split()) >= 2:
             return True
     return False
-
-
-_HAN_TEXT = re.compile(f"[{HAN}]")
 
 
 def _same_speaker(
@@ -1826,7 +1823,7 @@ def _may_share(keys: set[str], other: set[str], text: str = "", other_text: str 
             # Chinese keys carry no spaces: their nouns, one set holding the other ("把营养师"
             # / "现在看的营养师"; not 星河计划的数据库 / 白鹭项目的数据库)
             na, nb = topic(a), topic(b)
-            if re.search(f"[{HAN}]", a + b) and na and nb and (_within(na, nb) or _within(nb, na)):
+            if has_han(a + b) and na and nb and (_within(na, nb) or _within(nb, na)):
                 return True
     return False
 
@@ -1888,7 +1885,7 @@ def _may_be_of(keys: set[str], old: Conclusion) -> bool:
     if _keys(old.subject, old.text):
         return False  # two subjects; the same one matched before this
     said = {stem(w) for w in re.findall(r"[^\W_]+", old.text.lower())}
-    latin = [key for key in keys if not _HAN_TEXT.search(key)]
+    latin = [key for key in keys if not has_han(key)]
     return not latin or any(stem(w) in said for key in latin for w in key.split())
 
 
@@ -1963,7 +1960,7 @@ def _subject_on_topic(old: Conclusion, new: str) -> bool:
     """Does a subject the stored row is known by hold a topic word of the new text?"""
     words = topic(new)
     return any(
-        any(w in key for w in words) if re.search(f"[{HAN}]", key) else topic(key) & words
+        any(w in key for w in words) if has_han(key) else topic(key) & words
         for key in _keys(old.subject, old.text)
     )
 
@@ -2004,8 +2001,7 @@ def _names_any(text: str, names: set[str]) -> bool:
     """Does the text name one of these people (a Chinese name anywhere, a Latin one as a word)?"""
     lower = text.lower()
     return any(
-        (n in lower) if re.search(f"[{HAN}]", n) else re.search(rf"\b{re.escape(n)}\b", lower)
-        for n in names
+        (n in lower) if has_han(n) else re.search(rf"\b{re.escape(n)}\b", lower) for n in names
     )
 
 

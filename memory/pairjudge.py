@@ -59,13 +59,12 @@ from memory.sameness import (
     values,
     whose,
 )
-from memory.text import HAN
+from memory.text import HAN, has_han
 
 WEIGHTS = Path(__file__).with_name("pair_judge.json")
 # below this passage similarity no pair of the training files was one fact (3 of 725):
 # such candidates are not weighed at all (each costs the rules' full reading)
 FLOOR = 0.80
-_HAS_HAN = re.compile(f"[{HAN}]")
 _HAN_RUN = re.compile(f"[{HAN}]+")
 _WORD = re.compile(r"[^\W_]+")
 
@@ -111,7 +110,7 @@ def pair_features(old: str, new: str, similarity: float) -> tuple[float, ...]:
     old_vals, new_vals = values(old, loose=True), values(new, loose=True)
     gone = old_values(new)
     a, b = owners(old), owners(new)
-    han = bool(_HAS_HAN.search(new))
+    han = has_han(new)
     old_topic, new_topic = topic(old), topic(new)
     words_old = _bigrams(old) if han else _words(old)
     words_new = _bigrams(new) if han else _words(new)
@@ -230,7 +229,7 @@ def features(new: str, candidates: Sequence[Candidate]) -> list[list[float] | No
             continue
         others = [o.similarity for j, o in enumerate(candidates) if j != i]
         gap = c.similarity - (max(others) if others else c.similarity - 0.1)
-        han = bool(_HAS_HAN.search(new))
+        han = has_han(new)
         place = (
             (c.similarity - 0.85) * 10,
             (c.similarity - 0.9) * 10 if han else 0.0,

@@ -32,7 +32,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from memory.extraction import KIN_OF, slot_of
-from memory.text import HAN, zh_words
+from memory.text import HAN, has_han, zh_words
 
 Action = Literal["new", "restatement", "update", "unrelated"]
 ACTIONS: tuple[str, ...] = ("new", "restatement", "update", "unrelated")
@@ -148,7 +148,7 @@ _YUE_TO_MANDARIN = str.maketrans({"咗": "了", "冇": "没", "唔": "不"})
 
 def _mandarin(text: str) -> str:
     """`text` with written Cantonese's few cue-bearing words in their Mandarin form."""
-    if not re.search(f"[{HAN}]", text):
+    if not has_han(text):
         return text
     return text.translate(_YUE_TO_MANDARIN).replace("依家", "现在").replace("讲错", "说错")
 
@@ -406,7 +406,7 @@ def _zh_head(value: str) -> str:
     if len(value) <= 3:
         return value
     words = zh_words(value)
-    if len(words) < 2 or not re.search(rf"[{HAN}]", value):
+    if len(words) < 2 or not has_han(value):
         return value
     for i, (_, flag) in enumerate(words[1:], start=1):
         if flag.startswith("v"):  # 小橘灯那边开不下去: 小橘灯
@@ -612,7 +612,7 @@ def mentions(text: str, value: str) -> bool:
     value = written.lower()
     if not value:
         return False
-    if re.search(rf"[{HAN}]", value):
+    if has_han(value):
         core = re.sub(rf"[^{HAN}\w]", "", value)
         core = re.sub("^(?:每周|每天|每月|每)", "", core) if len(core) > 3 else core
         return len(core) >= 2 and core in re.sub(rf"[^{HAN}\w]", "", norm)
@@ -1115,14 +1115,14 @@ def canonical_subject(subject: str | None) -> str | None:
     role = role_of(body)
     if role is not None:
         owner = [w for w in words if not _role_part(w) and w not in _PREPOSITIONS]
-        if re.search(rf"[{HAN}]", body):  # 我太太 医生: the owner is what is left of the words
+        if has_han(body):  # 我太太 医生: the owner is what is left of the words
             owner = [re.sub("^我的?", "", w) for w in owner]
         return " ".join([*(w for w in owner if w), role])
     kept = [w for w in words if w not in _GENERIC] or words
     if len(kept) >= 3 and kept[-2] in _QUALIFYING and kept[-1].isascii():
         kept = [kept[-1], *kept[:-2]]  # "internet provider at home" = "home internet provider"
     joined = " ".join(kept)
-    if re.search(rf"[{HAN}]", joined):  # 我女儿 数学老师 = 女儿的数学老师
+    if has_han(joined):  # 我女儿 数学老师 = 女儿的数学老师
         joined = re.sub(r"^我们?", "", re.sub(r"[\s的]", "", joined)) or joined
         for generic in _ZH_GENERIC:
             if joined.startswith(generic) and len(joined) > len(generic) + 1:
@@ -1270,7 +1270,7 @@ def same_value(old: str, new: str, subject: str | None) -> bool | None:
     slot = slot_of(new)
     tail = _ZH_TAIL.search(unicodedata.normalize("NFKC", new))
     value = slot.value if slot is not None else (tail.group("value") if tail else "")
-    if value and re.search(rf"[{HAN}]", value):
+    if value and has_han(value):
         if any(mentions(value, v) for v in old_values(old)):
             return False
         return mentions(old, value)
@@ -1391,7 +1391,7 @@ def two_clause_change(text: str) -> str | None:
     it can be compared with the stored statement frame by frame; None otherwise."""
     body = unicodedata.normalize("NFKC", text).strip().rstrip("。.!！")
     clauses = [c for c in re.split(r"[，,；;]", body) if c.strip()]
-    if len(clauses) < 2 or not re.search(rf"[{HAN}]", body):
+    if len(clauses) < 2 or not has_han(body):
         return None
     who = _ZH_CHANGED.sub("", clauses[0].strip())
     if who == clauses[0].strip() or not who:

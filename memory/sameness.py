@@ -45,7 +45,7 @@ from memory.reconcile import (
     speaker,
     still_cue,
 )
-from memory.text import HAN, STOP_WORDS, stem, zh_frequency, zh_words
+from memory.text import HAN, STOP_WORDS, has_han, stem, zh_frequency, zh_words
 
 # measured on the scenario files (docs/BENCHMARKS.md, issue 15): an update's stored row is
 # its nearest active neighbour in 131 of 134 steps, at similarity 0.85-0.99 (median 0.94)
@@ -57,7 +57,6 @@ NEAR_NAMED = 0.82
 
 Verdict = Literal["update", "restatement"]
 
-_HAS_HAN = re.compile(f"[{HAN}]")
 _LATIN_WORD = re.compile(rf"[^\W_{HAN}]+(?:(?:[-'.:]|,(?=\d{{3}}\b))[^\W_{HAN}]+)*")
 # a value of a slot that is no name: ordinals of a schedule ("the first Monday", "last
 # Thursday"), and mixed tokens ("iPhone", "eu-west-1") found by their shape
@@ -225,12 +224,7 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
         and not re.search("[里边下上面头]$", v)
     )
     for i, (word, flag) in enumerate(words):
-        if (
-            not _HAS_HAN.search(word)
-            or len(word) < 2
-            or word in _ZH_NOT_TOPIC
-            or word in _ZH_RELATIVE
-        ):
+        if not has_han(word) or len(word) < 2 or word in _ZH_NOT_TOPIC or word in _ZH_RELATIVE:
             continue
         following = words[i + 1][0] if i + 1 < len(words) else ""
         if flag in ("nr", "nrfg", "nrt") and following in _ZH_TITLES:
@@ -247,7 +241,7 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
     found.update(_zh_value(m.group()) for m in _ZH_TIME.finditer(body))
     for m in _ZH_DATE.finditer(body):  # 十一月一号 as one value, not 十一月 and 一号
         found.add(m.group())
-        found -= {w for w in found if w != m.group() and _HAS_HAN.search(w) and w in m.group()}
+        found -= {w for w in found if w != m.group() and has_han(w) and w in m.group()}
     for m in _ZH_MONTH.finditer(body):
         n = m.group("n").lstrip("0")
         found.add(_ZH_NUMERAL.get(n, n) + "月")
@@ -297,7 +291,7 @@ def _chosen(words: tuple[tuple[str, str], ...]) -> set[str]:
         taken, flag = words[j]
         if (
             len(taken) >= 2
-            and _HAS_HAN.search(taken)
+            and has_han(taken)
             and flag[:1] in ("n", "a", "j", "x", "e")
             and taken not in _ZH_NOT_TOPIC
             and taken not in _ZH_GENERIC_NOUNS
@@ -331,7 +325,7 @@ def topic(text: str) -> frozenset[str]:
     for word, flag in zh_words(_without_when(body)):
         if (
             len(word) < 2
-            or not _HAS_HAN.search(word)
+            or not has_han(word)
             or _zh_value(word) in vals
             or word in _ZH_NOT_TOPIC
             or word in RELATION_WORDS_ZH
@@ -353,7 +347,7 @@ _ZH_WHEN_OF = frozenset("那天 当天 那会儿 那阵子 之前 之后 以前 
 
 def _without_when(text: str) -> str:
     """`text` with a Chinese word that only says when blanked, with its 那天 / 之前 …"""
-    if not _HAS_HAN.search(text):
+    if not has_han(text):
         return text
     words = [word for word, _ in zh_words(text)]
     blank = set()
@@ -469,7 +463,7 @@ def _main(text: str) -> str:
     # 一下，所以我们家去小屋变成八月第一周了" is the speaker's week at the cottage
     if (then := _SPEAKER_THEN.search(body)) is not None:
         body = _RELATIVE_CLAUSE.split(body[then.end() :], maxsplit=1)[0]
-    if _HAS_HAN.search(body):
+    if has_han(body):
         return re.split(r"[，,；;。！？!?]", body, maxsplit=1)[0]
     return _MAIN_END.split(body, maxsplit=1)[0]
 
@@ -952,7 +946,7 @@ def qualifiers(text: str, head: str) -> frozenset[str]:
     determiner ("the", "my", "a") count, and never a value ("my Tuesday class"), a
     relative (儿子的…: whose, not which) or a word that says it changed ("new", 新来的)."""
     body = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
-    if _HAS_HAN.search(head):
+    if has_han(head):
         return _zh_qualifiers(body, head)
     found: set[str] = set()
     vals = values(body, loose=True)
@@ -1159,7 +1153,7 @@ def other_of_kind(old: str, new: str, shared: set[str]) -> bool:
         if _speakers_group(old, head) and _speakers_group(new, head):
             continue  # "put me down for Blue watch" / "I'm Green watch now": one place of mine
         q_old, q_new = qualifiers(old, head), qualifiers(new, head)
-        if _HAS_HAN.search(head):
+        if has_han(head):
             k_old, k_new = zh_kinds(old, head), zh_kinds(new, head)
             if k_old and k_new and not k_old & k_new:
                 return True  # 报销系统 / CRM系统: two systems
@@ -1436,7 +1430,7 @@ def _topic_only_aside(new: str, shared: set[str], fresh: set[str]) -> bool:
     # a relative named in a later clause still says whose the fact is ("我干脆周六早上走，
     # 反正女儿那边哪天到都一样" is the trip to the daughter's): only a topic word counts
     shared = {w for w in shared if w not in RELATION_WORDS_ZH}
-    if not shared or not _HAS_HAN.search(body):
+    if not shared or not has_han(body):
         return False
     clauses = [c.lower() for c in re.split(r"[，,；;。！？!?—]", body) if c.strip()]
     holding = [c for c in clauses if any(w in c for w in shared)]
@@ -1452,7 +1446,7 @@ def _topic_only_aside(new: str, shared: set[str], fresh: set[str]) -> bool:
 def _runs(text: str, vals: set[str] | frozenset[str]) -> list[set[str]]:
     """The values of a text grouped as written next to each other ("Hugo Kuhn", "25 July
     2024"); each Chinese value is a run of its own, a name inside a longer one dropped."""
-    latin = {v for v in vals if not _HAS_HAN.search(v)}
+    latin = {v for v in vals if not has_han(v)}
     runs: list[set[str]] = []
     current: set[str] = set()
     body, end = unicodedata.normalize("NFKC", text), 0
@@ -1469,7 +1463,7 @@ def _runs(text: str, vals: set[str] | frozenset[str]) -> list[set[str]]:
             current = set()
     if current:
         runs.append(current)
-    han = [v for v in vals if _HAS_HAN.search(v)]
+    han = [v for v in vals if has_han(v)]
     runs += [{v} for v in han if not any(v != w and v in w for w in han)]
     return [run for i, run in enumerate(runs) if run not in runs[:i]]  # "Spanish" twice: one
 
@@ -1505,8 +1499,7 @@ def _overlap(a: frozenset[str], b: frozenset[str]) -> tuple[set[str], set[str], 
 
     def inside(word: str, other: frozenset[str]) -> bool:
         return word in other or (
-            bool(_HAS_HAN.search(word))
-            and any(word in o or o in word for o in other if _HAS_HAN.search(o))
+            has_han(word) and any(word in o or o in word for o in other if has_han(o))
         )
 
     shared = {w for w in a if inside(w, b)} | {w for w in b if inside(w, a)}
@@ -1556,9 +1549,9 @@ def _specific(shared: set[str], old: str, new: str) -> set[str]:
 def _weak_head(word: str, old: str, new: str) -> bool:
     """A Chinese word one text writes, shared only by its weak head (数学老师 / 周老师)."""
     return (
-        bool(_HAS_HAN.search(word))
+        has_han(word)
         and not (word in old and word in new)
-        and any(word.endswith(w) for w in _WEAK_TOPIC if _HAS_HAN.search(w))
+        and any(word.endswith(w) for w in _WEAK_TOPIC if has_han(w))
     )
 
 
@@ -1567,7 +1560,7 @@ _ZH_OTHERS_PLACE = "(?:亲戚|朋友|同事|邻居|同学|别人|人家|他们|�
 
 def _someone_elses_place(word: str, old: str, new: str) -> bool:
     """Is a shared place word another's place in one text only (亲戚店里 / 店里)?"""
-    if not _HAS_HAN.search(word):
+    if not has_han(word):
         return False
     pattern = re.compile(_ZH_OTHERS_PLACE + re.escape(word))
     return bool(pattern.search(old)) != bool(pattern.search(new))
@@ -1621,7 +1614,7 @@ _FUNCTION_HAN = frozenset(
 def _named_topic(text: str, other_topic: frozenset[str]) -> set[str]:
     """Topic words the other statement writes inside a name here ("Harrow Vets" / "a new
     vet")."""
-    return {stem(v) for v in values(text, loose=True) if not _HAS_HAN.search(v)} & other_topic
+    return {stem(v) for v in values(text, loose=True) if not has_han(v)} & other_topic
 
 
 def _kind(value: str) -> str:
@@ -1634,7 +1627,7 @@ def _kind(value: str) -> str:
         return "zh-time"
     if _ZH_TITLED.fullmatch(value) or re.fullmatch(f"[{_SURNAMES}][{HAN}]{{1,2}}", value):
         return "zh-person"
-    if _HAS_HAN.search(value):
+    if has_han(value):
         return "zh:" + value[-2:] if len(value) >= 3 else "zh"
     if any(ch.isdigit() for ch in value):
         return "number"
@@ -1673,7 +1666,7 @@ def _one_persons_two_facts(
     and name no new value of a kind a dropped one was? Then they are two facts of one
     person (老爸's pills, 老爸's video call), not one fact changed."""
     only_people = bool(shared) and not set(shared) - _people_words(shared)
-    return only_people and not _alike_values(fresh, dropped, names=not _HAS_HAN.search(old + new))
+    return only_people and not _alike_values(fresh, dropped, names=not has_han(old + new))
 
 
 def _broad_kind(value: str) -> str | None:
@@ -1705,9 +1698,7 @@ def _alike_values(fresh: set[str], dropped: set[str], *, names: bool = False) ->
 
 def _named_short(stored: set[str] | frozenset[str], text: str) -> set[str]:
     """Chinese names of the stored text the new one writes shorter (益丰 for 益丰大药房)."""
-    return {
-        v for v in stored if _HAS_HAN.search(v) and len(v) >= 4 and v not in text and v[:2] in text
-    }
+    return {v for v in stored if has_han(v) and len(v) >= 4 and v not in text and v[:2] in text}
 
 
 def _replaced(text: str) -> set[str]:
@@ -1719,8 +1710,8 @@ def _known(value: str, among: frozenset[str] | set[str]) -> bool:
     (益丰 / 益丰大药房)?"""
     if value in among:
         return True
-    if _HAS_HAN.search(value):
-        return any(len(v) >= 2 and (value in v or v in value) for v in among if _HAS_HAN.search(v))
+    if has_han(value):
+        return any(len(v) >= 2 and (value in v or v in value) for v in among if has_han(v))
     return False
 
 
@@ -1837,9 +1828,7 @@ def _owned_nouns() -> frozenset[str]:
 
     return frozenset(
         stem(noun) for noun, group in NOUN_GROUP.items() if group in OWNED and " " not in noun
-    ) | frozenset(
-        noun for noun, group in NOUN_GROUP.items() if group in OWNED and _HAS_HAN.search(noun)
-    )
+    ) | frozenset(noun for noun, group in NOUN_GROUP.items() if group in OWNED and has_han(noun))
 
 
 def restates(a: str, b: str, similarity: float) -> bool:
@@ -1878,7 +1867,7 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     if not fitting:
         return None
     i, old, sim = fitting[0]
-    floor = NEAR_CUE if _HAS_HAN.search(old + new) else NEAR_CUE_LATIN
+    floor = NEAR_CUE if has_han(old + new) else NEAR_CUE_LATIN
     if sim < floor or (len(fitting) > 1 and sim - fitting[1][2] < NEAR_MARGIN):
         return None
     old_now = values(old) - _replaced(old)
@@ -1991,7 +1980,7 @@ def near_conflict(old: str, new: str, similarity: float) -> bool:
     降压药…" / "…老陈跟他那帮钓友…"). A word for whom both are of (亲家, 老爸) is no such
     topic: two facts of one person are not one fact (asked later, in the scenario runs,
     recall answered 8 more questions right without it and 2 steps fewer)."""
-    latin = not _HAS_HAN.search(old + new)
+    latin = not has_han(old + new)
     if similarity < (NEAR_CONFLICT_LATIN if latin else NEAR_CONFLICT) or kept_apart(old, new):
         return False
     if another_named(old, new) or with_another(old, new) or another_time(old, new):
@@ -2236,7 +2225,7 @@ def _written_again(new: str, stored: frozenset[str] | set[str]) -> frozenset[str
     """The values of `new`, and the Chinese values of the stored text it writes, whatever
     jieba makes of them there (净邦 opening "净邦上次来…" is no value jieba tags)."""
     body = unicodedata.normalize("NFKC", new)
-    return values(new, loose=True) | {v for v in stored if _HAS_HAN.search(v) and v in body}
+    return values(new, loose=True) | {v for v in stored if has_han(v) and v in body}
 
 
 def value_held_elsewhere(old: str, new: str, others: list[str]) -> bool:

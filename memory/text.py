@@ -24,6 +24,13 @@ _RUNS = re.compile(rf"[{HAN}]+|{_LATIN}(?:['\u2019]{_LATIN})*", re.UNICODE)
 # English clitics dropped from a word: "Melanie's" is "melanie", "don't" is "don"
 _CLITICS = frozenset({"s", "t", "re", "ve", "ll", "d", "m"})
 _CJK = re.compile(f"[{HAN}]")
+
+
+def has_han(text: str) -> bool:
+    """Does the text hold a Chinese character? (Which rules, tokens and tags apply.)"""
+    return _CJK.search(text) is not None
+
+
 STOP_WORDS = frozenset(
     """
     a about above after again against all am an and any are as at be because been before being
