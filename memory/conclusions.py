@@ -92,6 +92,7 @@ from memory.sameness import (
     restates,
     same_people,
     says_again,
+    shared_only_in_a_name,
     speakers_own,
     topic,
     value_held_elsewhere,
@@ -882,7 +883,7 @@ class ConclusionStore:
             or another_named(rows[i].text, text)
             or _replaces_another(rows[i].text, text)
             or _only_the_people_shared(rows[i].text, text)
-            or _shared_only_in_a_name(rows[i].text, text)
+            or shared_only_in_a_name(rows[i].text, text)
             or amount_for_amountless(rows[i].text, text)
             or another_thing_too(rows[i].text, text)
         ):
@@ -1493,36 +1494,6 @@ def _only_the_people_shared(old: str, new: str) -> bool:
     if change_cue(new) or correction_cue(new) or still_cue(new):
         return False
     return not topic(old) & topic(new)
-
-
-def _shared_only_in_a_name(old: str, new: str) -> bool:
-    """Do the two share no topic word, and does a common word of one stand in the other
-    only inside a name ("Our water bill …" / "our Sunday dips are at Sale Water Park")?
-    The judge's shared words then say nothing of one fact (heldout22, session 29's
-    retrain linked the swimming club to the water bill at 0.92)."""
-    if topic(old) & topic(new):
-        return False
-    plain_old, plain_new = _plain_words(old), _plain_words(new)
-    return bool(
-        (_named_words(new) & plain_old) - plain_new or (_named_words(old) & plain_new) - plain_old
-    )
-
-
-_NAME_RUN = re.compile(r"\b[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)+")
-
-
-def _named_words(text: str) -> set[str]:
-    """The words of a text's capitalised runs of two or more words, lower-cased."""
-    return {
-        w.lower()
-        for m in _NAME_RUN.finditer(unicodedata.normalize("NFKC", text))
-        for w in m.group().split()
-    }
-
-
-def _plain_words(text: str) -> set[str]:
-    """The words of three letters or more a text writes in lower case."""
-    return set(re.findall(r"(?<![\w'-])[a-z][a-z'-]{2,}", unicodedata.normalize("NFKC", text)))
 
 
 def _replaces_another(old: str, new: str) -> bool:

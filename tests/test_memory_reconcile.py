@@ -2455,15 +2455,19 @@ def test_the_judge_does_not_link_by_a_word_of_a_name_nor_a_sum_to_no_sum() -> No
     """The learned judge's guards (session 30): a common word the other statement has only
     inside a name ("water bill" / "Sale Water Park"), and a new sum or share of something
     stored with no amount (41镑 / 阿敏's job; 六成 / where the warehouse is)."""
-    from memory.conclusions import _shared_only_in_a_name
-    from memory.sameness import amount_for_amountless
+    from memory.sameness import amount_for_amountless, shared_only_in_a_name
 
     bill = "Our water bill at the house in Chorlton comes from United Utilities, direct debit."
     swim = "I joined a wild-swimming club; our Sunday dips are at Sale Water Park."
-    assert _shared_only_in_a_name(bill, swim)
-    assert not _shared_only_in_a_name(bill, "The water bill went up, we're on Severn Trent now.")
-    assert not _shared_only_in_a_name(
+    assert shared_only_in_a_name(bill, swim)
+    assert not shared_only_in_a_name(bill, "The water bill went up, we're on Severn Trent now.")
+    assert not shared_only_in_a_name(
         "I go to the FitHub gym.", "I cancelled FitHub and now train at Basic-Fit."
+    )
+    # a sentence's capitalised first word is no name, nor is a short word inside one
+    assert not shared_only_in_a_name("My rent is 900 a month.", "Rent went up, 950 now.")
+    assert not shared_only_in_a_name(
+        "The bank of the river floods in spring.", "I moved my savings to the Bank of Ireland."
     )
     job = "说到打工，阿敏周末那份兼职也换了，现在去华联超市做收银。"
     assert amount_for_amountless(job, "又涨了！这下每个月41镑，阿敏已经在群里骂了半天。")
