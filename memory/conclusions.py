@@ -80,7 +80,9 @@ from memory.sameness import (
     another_named,
     another_thing_too,
     as_persons,
+    asked_kind,
     conflicting_change,
+    gives,
     kept_apart,
     led_by_others,
     named_relations,
@@ -457,7 +459,8 @@ class ConclusionStore:
         mutual = self.index.mutual(current) if len(current) > 1 else {}
         ours = self._speakers_chains(found)
         ordered = _ordered(_speaker_first(found, query, reach, ours), asked, mutual)[:k]
-        return (self._reordered(query, ordered, mutual) if inherit else ordered)[:wanted]
+        ordered = self._reordered(query, ordered, mutual) if inherit else ordered
+        return _kind_first(ordered[:wanted], query)
 
     def _reordered(
         self, query: str, found: list[Conclusion], mutual: dict[tuple[str, str], float]
@@ -1974,6 +1977,21 @@ def _names_any(text: str, names: set[str]) -> bool:
     return any(
         (n in lower) if has_han(n) else re.search(rf"\b{re.escape(n)}\b", lower) for n in names
     )
+
+
+def _kind_first(found: list[Conclusion], query: str) -> list[Conclusion]:
+    """A question asking when or how much ("When does Yueyue usually phone us?") with a
+    top row that states no time or sum ("Yueyue is a nurse at the Alfred") gets the first
+    row below that does ("Our daughter Yueyue rings us…, usually on Wednesday"), unless
+    that row is an older value a newer row conflicts with (`conflicts_with`): the words of
+    such a question match the thing asked about, not its value."""
+    kind = asked_kind(query)
+    if kind is None or not found or gives(kind, found[0].text):
+        return found
+    pick = next(
+        (row for row in found[1:] if row.conflicts_with is None and gives(kind, row.text)), None
+    )
+    return found if pick is None else [pick, *(row for row in found if row is not pick)]
 
 
 def _ordered(

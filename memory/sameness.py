@@ -1960,9 +1960,9 @@ def _counts(text: str) -> dict[str, set[str]]:
     return found
 
 
-# a sum or a share `_counts` does not read as money: 41镑, 六成, 一人一半, 60/40, 20 quid
+# a sum or a share `_counts` does not read as money: 41镑, 六成, 一人一半, 60/40, 20 quid, 120 yuan
 _SHARE = re.compile(
-    r"\d+(?:[.,]\d+)?\s*(?:percent\b|quid\b|bucks\b|[镑万千成折])|\b\d{1,2}/\d{1,2}\b(?!/)"
+    r"\d+(?:[.,]\d+)?\s*(?:percent\b|quid\b|bucks\b|yuan\b|rmb\b|kuai\b|[镑万千成折])|\b\d{1,2}/\d{1,2}\b(?!/)"
     r"|[一二三四五六七八九十两百千]+\s*(?:块|元|镑|欧|美元|万|成|折)"
     r"|一半|对半|平摊|均摊|五五|六四|四六|七三|三七|\bAA\b",
     re.IGNORECASE,
@@ -1976,6 +1976,47 @@ def _amount(text: str) -> bool:
     return bool(_MONEY & _counts(text).keys()) or bool(
         _SHARE.search(unicodedata.normalize("NFKC", text))
     )
+
+
+# a question asking when ("When does Leo stay with his dad?", "What time do the kids go to
+# bed?", 跟晓爸妈视频是每周哪天？), not one with a "when" clause ("Where do we meet when
+# production is down?"), nor 几号 of a number (我的车停在几号车位？ 储物柜是几号？)
+_ASKS_WHEN = re.compile(
+    r"^\W*when\b|\b(?:what\s+time|wh(?:ich|at)\s+(?:days?|date|night|evening|morning|month)"
+    r"|how\s+often)\b|什么时候|啥时候|几点|哪天|哪一天|哪几天|哪个月|几月|星期几|周几|礼拜几|几时"
+    r"|几号(?=[到去回走来过出开结办上])",
+    re.IGNORECASE,
+)
+_ASKS_AMOUNT = re.compile(r"\bhow\s+much\b|多少钱|几多钱|多少块|什么价|啥价", re.IGNORECASE)
+# a time that answers "when" (a date, a weekday, a clock time, a feast, a part of the day);
+# not the bare words "time" or "day" that `_TIMEISH` also counts
+_SAYS_WHEN = re.compile(
+    r"\b(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekends?|weekdays?|noon|midnight"
+    r"|(?:mornings?|afternoons?|evenings?|nights?)|tonight|tomorrow|next\s+(?:week|month)"
+    r"|o'clock|new\s+year|spring\s+festival|christmas|easter|thanksgiving|half\s+past"
+    r"|quarter\s+(?:past|to)|at\s+\d{1,2}|\d{1,2}(?:st|nd|rd|th)|"
+    + "|".join(MONTHS)
+    + r")\b|\d{1,2}(?::\d\d)?\s*[ap]\.?m\b|\d{1,2}:\d\d"
+    r"|\d+号|\d+[点日]|[0-9一二三四五六七八九十]+月|月[初底中]|[明今去]年|年[初底]|开春"
+    r"|国庆|春节|过年|中秋|元旦|端午|清明|[寒暑]假|点半|一刻|每天|每晚",
+    re.IGNORECASE,
+)
+
+
+def asked_kind(query: str) -> Literal["time", "amount"] | None:
+    """Does the question ask when, or how much? Its answer then states one."""
+    if _ASKS_WHEN.search(query):
+        return "time"
+    return "amount" if _ASKS_AMOUNT.search(query) else None
+
+
+def gives(kind: Literal["time", "amount"], text: str) -> bool:
+    """Does the text state a time (kind "time"), or a sum, a share or a bare number ("amount":
+    "charges 0.13 a word")?"""
+    if kind == "amount":
+        return _amount(text) or any(c.isdigit() for c in text)
+    text = unicodedata.normalize("NFKC", text)
+    return bool(_SAYS_WHEN.search(text) or _ZH_TIME.search(text) or _ZH_DATE.search(text))
 
 
 def amount_for_amountless(old: str, new: str) -> bool:

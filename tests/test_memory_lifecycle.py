@@ -352,6 +352,50 @@ def test_recall_of_history_puts_the_newer_value_first(store: ConclusionStore) ->
     assert [c.text for c in found] == ["My parking spot is C07.", "My parking spot is B14."]
 
 
+@pytest.mark.parametrize(
+    ("told", "question", "answer"),
+    [
+        (
+            [
+                "Our daughter Lina rings us separately, usually on Thursday evenings.",
+                "Lina works as a pharmacist at the Royal Infirmary in Glasgow.",
+            ],
+            "When does Lina usually phone us?",
+            "Thursday evenings",
+        ),
+        (
+            [
+                "婚期暂时定9月14号，中秋前后，亲戚过来方便。",
+                "跟我对象商量了好久，婚礼场地总算先定了：江边那块草坪，户外仪式。",
+            ],
+            "婚礼日子是哪天？",
+            "9月14号",
+        ),
+        (
+            [
+                "The agency pays me 80 euros per thousand words, fine for evening work.",
+                "For my translation side job I mostly do manuals for Brightline, monthly.",
+            ],
+            "How much am I paid for translation?",
+            "80 euros",
+        ),
+    ],
+)
+def test_a_question_asking_when_or_how_much_gets_a_row_that_says_one(
+    store: ConclusionStore, told: list[str], question: str, answer: str
+) -> None:
+    for text in told:
+        store.remember(text)
+    assert answer in store.recall(question, 5)[0].text
+
+
+def test_a_when_clause_does_not_ask_for_a_time(store: ConclusionStore) -> None:
+    store.remember("When production breaks, everyone joins the #fire-drill Slack channel.")
+    store.remember("Sprint demo day for our squad is every second Thursday afternoon.")
+    found = store.recall("Where do we coordinate when production goes down?", 5)
+    assert "#fire-drill" in found[0].text
+
+
 # -- subject derivation (rules, no store) ----------------------------------------------------
 
 
