@@ -252,6 +252,8 @@ _EN_OLD: tuple[re.Pattern[str], ...] = (
     # a name after the contrast, ending its clause
     re.compile(
         r"(?:,\s*(?:and\s+|but\s+)?not|\brather\s+than|\bin\s+place\s+of)\s+(?:the\s+|my\s+|our\s+)?"
+        # "rather than another round of Apiguard"
+        r"(?:(?:another|more)\s+(?:(?:round|course|batch|dose|pack)s?\s+of\s+)?)?"
         r"(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?(?:[A-Z0-9][\w'.:-]*|[a-z][\w-]*\d[\w-]*)"
         r"(?:\s+[A-Z0-9][\w'.:-]*){0,3})\s*(?:any\s?more\s*)?(?:[,.;:!?)]|$)"
     ),
@@ -287,6 +289,10 @@ _GONE = (
     r"|passed\s+away|is\s+gone|is\s+no\s+more|went\s+on\s+leave|is\s+on\s+leave"
     r"|(?:has\s+)?(?:gone|went)\s+(?:back\s+home\b|home\b|back\s+to\s+(?=[A-Z]))"
     r"|went\s+downhill|got\s+worse|botched|moved\s+back\s+to|is\s+fully\s+booked"
+    # "Lorraine has moved to a different team", "Dr. Ames was transferred to another site"
+    r"|(?:has\s+|have\s+|was\s+|been\s+|got\s+)*(?:moved|transferred|reassigned)\s+(?:over\s+)?to\s+"
+    r"(?:a|another)\s+(?:different\s+|new\s+|other\s+)?(?:team|job|role|department|post|unit"
+    r"|ward|branch|office|school|practice|clinic|hospital|company|site|patch|area)"
     # given away or laid up: "the Dreame went to my cousin", "The Sentinel has gone into dry dock"
     r"|went\s+to\s+(?:my|our|a|his|her|their)\s+(?:\w+\s+){0,2}?(?:"
     + "|".join(sorted(RELATION_WORDS, key=len, reverse=True))

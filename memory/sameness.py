@@ -559,14 +559,23 @@ def someone_elses(old: str, new: str) -> bool:
     ):
         others.add(named)
     if others and not any(_names_relative(body, p) for p in others):
-        # unless it speaks of them as "he"/"她", or names what the stored one holds
-        # ("My mum's pottery class costs £12" / "The pottery class went up from £12")
-        return not (_PRONOUN.search(new) and not _people(new)) and not (
-            kept_values(old, new) - others
-        )
+        # unless it speaks of them as "he"/"她" (not of a stored fact that says it is not
+        # ours: "…在Footscray那边的市场卖饺子，跟我们家不是一个摊哈"), or names what the stored
+        # one holds ("My mum's pottery class costs £12" / "The pottery class went up from £12")
+        spoken_of = _PRONOUN.search(new) and not _people(new) and not _NOT_OURS.search(old)
+        return not spoken_of and not (kept_values(old, new) - others)
     if _ANOTHER.search(unicodedata.normalize("NFKC", old)) and not _ANOTHER.search(new):
         return not (values(old, loose=True) & values(new, loose=True))
     return False
+
+
+# a stored fact that says it is not the speaker's: "that's his patch, not mine",
+# "跟我们家不是一个摊", "跟我们没关系"
+_NOT_OURS = re.compile(
+    r"\bnot\s+(?:mine|ours)\b|\bnothing\s+to\s+do\s+with\s+(?:me|us)\b"
+    r"|跟我们?(?:家|这边)?(?:不是一个|不是一家|不一样|没关系|不相干|两码事)|不是我们?家?的",
+    re.IGNORECASE,
+)
 
 
 # someone else doing the same: "Tom also switched", "my sister moved hers too"
@@ -1411,12 +1420,21 @@ def _topic_only_in_reason(new: str, shared: set[str], fresh: set[str], dropped: 
     """Is `new` "<a reason naming the stored topic>, so <a value of another kind>"? The
     shared words only before the "so", and no value after it of a kind the stored text
     loses: the reason mentions the stored thing, the change is of something else."""
-    parts = _SO.split(unicodedata.normalize("NFKC", new), maxsplit=1)
+    body = unicodedata.normalize("NFKC", new)
+    parts = _SO.split(body, maxsplit=1)
+    if len(parts) != 2 and has_han(body):
+        # no "so": a Chinese reason, then the clause that says what changed ("周日晚上老是
+        # 撞上婚礼收尾，跟嫲嫲讲好了，以后星期六下午过去陪她" is not of the wedding camera)
+        clauses = re.split(r"(?<=[，,；;])", body)
+        at = next((i for i, clause in enumerate(clauses) if i and change_cue(clause)), None)
+        if at is not None:
+            parts = ["".join(clauses[:at]), "".join(clauses[at:])]
     if len(parts) != 2 or not dropped:
         return False
     result = parts[1]
     in_result = _overlap(topic(result), frozenset(shared))[0]
-    after = {f for f in fresh if _known(f, values(result, loose=True))}
+    # a Chinese word of no known kind ("过去" of 过去陪她) says nothing of the value's kind
+    after = {f for f in fresh if _known(f, values(result, loose=True)) and _kind(f) != "zh"}
     return not in_result and bool(after) and not _same_type(after, dropped)
 
 
@@ -1483,8 +1501,17 @@ def _all_differ(
 
 def _split_name(text: str, fresh: set[str], kept: set[str]) -> bool:
     """Does one written name hold a new and a kept word ("Pia Koch" for "Julia Koch")?
-    Then it is another person of the same family name, not a value replaced."""
-    return any(run & fresh and run & kept for run in _runs(text, fresh | kept))
+    Then it is another person of the same family name, not a value replaced. A kept word
+    that names a kind of place is no family name ("Dandenong Market" for "Preston Market")."""
+    return any(run & fresh and run & kept - _PLACE_KINDS for run in _runs(text, fresh | kept))
+
+
+# the last word of a place's name that says what kind of place it is
+_PLACE_KINDS = frozenset(
+    """market street road lane avenue square park station hospital clinic surgery school
+    college library centre center hall yard depot field studio gym club cafe church mall
+    pool rink arena""".split()  # noqa: SIM905
+)
 
 
 def _same_title(fresh: set[str], kept: set[str]) -> bool:
@@ -1515,10 +1542,13 @@ def _han_shared(old: str, new: str) -> set[str]:
         runs = re.findall(f"[{HAN}]+", _without_when(unicodedata.normalize("NFKC", text)))
         return {r[i : i + 2] for r in runs for i in range(len(r) - 1)}
 
+    # a count or a measure word is no topic: 那台二手面包车 / 入了台二手的 Inspire 3
+    counted = {w for text in (old, new) for w, flag in zh_words(text) if flag in ("m", "q")}
     return {
         p
         for p in pairs(old) & pairs(new)
-        if not _across_words(old, p)
+        if not any(p in w or p[0] == w or p[1] == w for w in counted)
+        and not _across_words(old, p)
         and not _across_words(new, p)
         and not any(ch in _FUNCTION_HAN for ch in p)
         and not any(ch in "号点月日周" for ch in p)  # 十五号扣款 / 二十号扣了: no topic
@@ -1888,7 +1918,10 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
         return None
     i, old, sim = fitting[0]
     floor = NEAR_CUE if has_han(old + new) else NEAR_CUE_LATIN
-    if sim < floor or (len(fitting) > 1 and sim - fitting[1][2] < NEAR_MARGIN):
+    # a next row as near is a rival only if it shares a topic word or a value with the
+    # change ("仓库租金是我们家出六成" is no rival of "…八点太晚了…以后提前到七点半")
+    rivals = [near for _, text, near in fitting[1:] if _bears_on(text, new)]
+    if sim < floor or (rivals and sim - rivals[0] < NEAR_MARGIN):
         return None
     old_now = values(old) - _replaced(old)
     new_vals = values(new) - _replaced(new)
@@ -1911,6 +1944,16 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     if other_of_kind(old, new, shared) or with_another(old, new) or another_time(old, new):
         return None
     return i
+
+
+def _bears_on(old: str, new: str) -> bool:
+    """Does a stored statement share a specific topic word or a value with a new one, or
+    state a time or a sum as the new one does ("水费是每个月36镑" / "又涨了！这下每个月41镑")?"""
+    return bool(
+        _specific(_overlap(topic(old), topic(new))[0], old, new)
+        or values(old) & values(new, loose=True)
+        or any(gives(kind, old) and gives(kind, new) for kind in ("time", "amount"))
+    )
 
 
 # two recalled rows this near, by the same people and no other one of the kind, speak of
@@ -1997,7 +2040,8 @@ _SAYS_WHEN = re.compile(
     r"|quarter\s+(?:past|to)|at\s+\d{1,2}|\d{1,2}(?:st|nd|rd|th)|"
     + "|".join(MONTHS)
     + r")\b|\d{1,2}(?::\d\d)?\s*[ap]\.?m\b|\d{1,2}:\d\d"
-    r"|\d+号|\d+[点日]|[0-9一二三四五六七八九十]+月|月[初底中]|[明今去]年|年[初底]|开春"
+    r"|\b(?:19|20)\d\d\b|\d{4}年|(?:\d{1,2}|[一二三四五六七八九十]{1,3})号|\d+[点日]"
+    r"|[0-9一二三四五六七八九十]+月|月[初底中]|[明今去]年|年[初底]|开春"
     r"|国庆|春节|过年|中秋|元旦|端午|清明|[寒暑]假|点半|一刻|每天|每晚",
     re.IGNORECASE,
 )
