@@ -45,7 +45,7 @@ from memory.reconcile import (
     speaker,
     still_cue,
 )
-from memory.text import HAN, STOP_WORDS, has_han, stem, zh_frequency, zh_words
+from memory.text import HAN, STOP_WORDS, has_han, stem, us_stem, zh_frequency, zh_words
 
 # measured on the scenario files (docs/BENCHMARKS.md, issue 15): an update's stored row is
 # its nearest active neighbour in 131 of 134 steps, at similarity 0.85-0.99 (median 0.94)
@@ -321,7 +321,7 @@ def topic(text: str) -> frozenset[str]:
             or any(ch.isdigit() for ch in word)
         ):
             continue
-        found.add(stem(word))
+        found.add(us_stem(word))
     for word, flag in zh_words(_without_when(body)):
         if (
             len(word) < 2
@@ -1150,10 +1150,9 @@ def other_of_kind(old: str, new: str, shared: set[str]) -> bool:
         return True  # "opens at 6am on weekdays" / "On Sundays the gym now opens at 8"
     # 去年春节 / 今年春节, "this year … Mrs. Patel" / "… Mr. Dunbar last year": another
     # year's, term's or season's
-    for when in (lambda text: set(_ZH_WHEN.findall(text)), _years):
-        a, b = when(old), when(new)
-        if a and b and not a & b:
-            return True
+    a, b = set(_ZH_WHEN.findall(old)), set(_ZH_WHEN.findall(new))
+    if (a and b and not a & b) or _another_span(_years(old), _years(new)):
+        return True
     frames_old, frames_new = _zh_frames(old), _zh_frames(new)
     for family, these in frames_new.items():
         if frames_old.get(family) and not these & frames_old[family]:
@@ -1827,6 +1826,21 @@ _EN_WHEN = re.compile(
     r"\b(?P<when>last|this|next)\s+(?P<span>year|term|semester|season|school\s+year)\b",
     re.IGNORECASE,
 )
+
+
+def _another_span(a: set[str], b: set[str]) -> bool:
+    """Do two statements' years, terms or seasons (`_years`) name one span at two times
+    ("last year" / "this year", winter / summer)? "this year" and "this term" are no
+    other time: a term is in a year."""
+
+    def spans(found: set[str]) -> dict[str, set[str]]:
+        by_span: dict[str, set[str]] = {}
+        for when in found:
+            by_span.setdefault(when.split()[-1] if " " in when else "season", set()).add(when)
+        return by_span
+
+    mine, other = spans(a), spans(b)
+    return any(not mine[span] & other[span] for span in mine.keys() & other.keys())
 
 
 def _years(text: str) -> set[str]:

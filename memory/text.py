@@ -62,6 +62,31 @@ def stem(word: str) -> str:
     return _stemmer().stemWord(word)
 
 
+# British spellings the English stemmer keeps apart from the American ones: practise /
+# practice, licence / license, centre / center, colour / color, organise / organize
+_BRITISH = (
+    (re.compile(r"^practis"), "practic"),
+    (re.compile(r"^licenc"), "licens"),
+    (re.compile(r"(?<=[a-z]{3})is(?=(?:e[sd]?|ing|ation)$)"), "iz"),
+    (re.compile(r"(?<=[a-z]{3})tre(?=s?$)"), "ter"),
+    (
+        re.compile(
+            r"^(col|fav|neighb|behavi|harb|lab|flav|hum|hon|rum)our(?=s?$|ed$|ing$|ite|able)"
+        ),
+        r"\1or",
+    ),
+)
+
+
+@lru_cache(maxsize=65536)
+def us_stem(word: str) -> str:
+    """`stem` of the word as American English spells it, so that a statement's "practise"
+    and another's "practice" are one topic word (the index keeps its own `stem`)."""
+    for pattern, spelled in _BRITISH:
+        word = pattern.sub(spelled, word)
+    return stem(word)
+
+
 def _normalise(text: str) -> str:
     return unicodedata.normalize("NFKC", text).lower()
 

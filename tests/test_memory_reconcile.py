@@ -2032,6 +2032,20 @@ def test_a_row_as_near_but_about_something_else_is_no_rival() -> None:
     assert nearest_change(new, [(old, 0.91), (other_time, 0.905)]) is None
 
 
+def test_british_and_american_spellings_and_a_term_within_a_year_are_one_topic() -> None:
+    """heldout85 (written blind): "they practise Tuesday evenings … this year" is what
+    "Mei's practice got bumped to Thursday nights … this term" changes: practise and
+    practice are one topic word, a term is in a year (last year / this year still differ)."""
+    from memory.sameness import near, topic
+
+    old = "My son Leo joined the chess club this year — they practise Monday afternoons."
+    new = "Leo's practice got moved to Wednesday afternoons, the hall is taken this term."
+    assert near(old, new, 0.88) is not None and near(old, new, 0.88)[0] == "update"
+    assert topic("the town centre's colour scheme") == topic("the town center's color scheme")
+    last = "Last year the chess club met on Mondays."
+    assert near(last, "This year the chess club meets on Wednesdays.", 0.9) is None
+
+
 def test_a_day_told_as_an_ordinal_is_its_number() -> None:
     """heldout69 (written blind): "arrives October 19, not the 21st" names the row that
     said "arriving October 21"."""
