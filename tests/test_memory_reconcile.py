@@ -109,6 +109,8 @@ def test_plain_statements_have_no_change_cue(text: str) -> None:
         ("This spring we're trying Formic Pro rather than another round of Apivar.", "Apivar"),
         ("Gemma has moved to a different team, so Tariq handles our claim now.", "Gemma"),
         ("Dr. Ames was transferred to another site and Dr. Boyle sees me now.", "Dr. Ames"),
+        ("Dusty腰闪了，这阵子都是Kev在开船。", "Dusty"),
+        ("老胡前些天脚崴了，这周的货是他侄子送。", "老胡"),
     ],
 )
 def test_the_replaced_value_is_found(text: str, old: str) -> None:
