@@ -45,7 +45,7 @@ from memory.reconcile import (
     speaker,
     still_cue,
 )
-from memory.text import HAN, STOP_WORDS, has_han, stem, us_stem, zh_frequency, zh_words
+from memory.text import HAN, STOP_WORDS, has_han, us_stem, zh_frequency, zh_words
 
 # measured on the scenario files (docs/BENCHMARKS.md, issue 15): an update's stored row is
 # its nearest active neighbour in 131 of 134 steps, at similarity 0.85-0.99 (median 0.94)
@@ -335,7 +335,7 @@ def topic(text: str) -> frozenset[str]:
         ):
             continue
         found.add(word)
-    return frozenset(found - {stem(w) for w in _NOT_TOPIC})
+    return frozenset(found - {us_stem(w) for w in _NOT_TOPIC})
 
 
 # a word that only says when (婚礼那天, 开学之前, 搬家的时候): no topic of the statement
@@ -962,7 +962,7 @@ def qualifiers(text: str, head: str) -> frozenset[str]:
     tokens = list(_LATIN_WORD.finditer(body))
     for i, token in enumerate(tokens):
         word = token.group().lower().split("'")[0]
-        if stem(word) != head or word.endswith(("ing", "ed")):
+        if us_stem(word) != head or word.endswith(("ing", "ed")):
             continue  # "the person revising my files": a verb, not the noun
         phrase: set[str] = set()
         for j in range(i - 1, max(-1, i - 4), -1):
@@ -983,10 +983,10 @@ def qualifiers(text: str, head: str) -> frozenset[str]:
                 or plain.rstrip("s") in vals
                 or plain in RELATION_WORDS
                 or any(ch.isdigit() for ch in plain)
-                or stem(plain) == head
+                or us_stem(plain) == head
             ):
                 continue
-            phrase.add(stem(plain))
+            phrase.add(us_stem(plain))
     return frozenset(found)
 
 
@@ -1187,7 +1187,7 @@ def _speakers_group(text: str, head: str) -> bool:
     put me down for Blue watch", "I ended up on D platoon")? The speaker is in one at a
     time, so two such names are one place that changed, not two of the kind."""
     body = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
-    return any(stem(m.group("head").lower()) == head for m in _IN_GROUP.finditer(body))
+    return any(us_stem(m.group("head").lower()) == head for m in _IN_GROUP.finditer(body))
 
 
 _IN_GROUP = re.compile(
@@ -1203,7 +1203,7 @@ def _named_before(text: str, head: str) -> str | None:
     body = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
     tokens = list(_LATIN_WORD.finditer(body))
     for i, token in enumerate(tokens):
-        if i == 0 or stem(token.group().lower()) != head:
+        if i == 0 or us_stem(token.group().lower()) != head:
             continue
         name: list[str] = []
         for j in range(i - 1, max(-1, i - 4), -1):
@@ -1232,7 +1232,7 @@ def _named_apart(old: str, new: str, head: str) -> bool:
 def _said_in(text: str) -> set[str]:
     """The words of a text, lower-cased, as written and as stems."""
     words = {w.lower() for w in _LATIN_WORD.findall(unicodedata.normalize("NFKC", text))}
-    return words | {stem(w) for w in words} | {w.rstrip("s") for w in words}
+    return words | {us_stem(w) for w in words} | {w.rstrip("s") for w in words}
 
 
 def _unmatched(these: frozenset[str], other: frozenset[str]) -> set[str]:
@@ -1242,7 +1242,7 @@ def _unmatched(these: frozenset[str], other: frozenset[str]) -> set[str]:
 
 
 # parts of a day: when, not what a statement is about
-_DAY_PARTS = frozenset(stem(w) for w in "morning afternoon evening night".split())  # noqa: SIM905
+_DAY_PARTS = frozenset(us_stem(w) for w in "morning afternoon evening night".split())  # noqa: SIM905
 
 
 # an aside in brackets long enough to be a clause of its own: "(and you know how long these
@@ -1568,7 +1568,7 @@ def _specific(shared: set[str], old: str, new: str) -> set[str]:
     return {
         w
         for w in shared
-        if stem(w) not in _WEAK_TOPIC
+        if us_stem(w) not in _WEAK_TOPIC
         and not _weak_head(w, old, new)
         and (w not in RELATION_WORDS_ZH or w in whose)
         and not _someone_elses_place(w, old, new)
@@ -1598,7 +1598,7 @@ def _someone_elses_place(word: str, old: str, new: str) -> bool:
 # words too general to make two statements one topic on their own: kinds of person (two
 # teachers' facts share 老师), seasons, and the frame of a week or a home
 _WEAK_TOPIC = frozenset(
-    stem(w)
+    us_stem(w)
     for w in """teacher coach doctor team price spring summer autumn winter time day week
     thing people customer client guest 老师 教练 医生 大夫 阿姨 大爷 大妈 师傅 老板 大家 家里
     门口 最后 通知 星期 礼拜 时间 事情 东西 孩子 客人 顾客 客户""".split()  # noqa: SIM905
@@ -1643,7 +1643,7 @@ _FUNCTION_HAN = frozenset(
 def _named_topic(text: str, other_topic: frozenset[str]) -> set[str]:
     """Topic words the other statement writes inside a name here ("Harrow Vets" / "a new
     vet")."""
-    return {stem(v) for v in values(text, loose=True) if not has_han(v)} & other_topic
+    return {us_stem(v) for v in values(text, loose=True) if not has_han(v)} & other_topic
 
 
 def shared_only_in_a_name(old: str, new: str) -> bool:
@@ -1891,7 +1891,7 @@ def _owned_nouns() -> frozenset[str]:
     from memory.categories import NOUN_GROUP, OWNED
 
     return frozenset(
-        stem(noun) for noun, group in NOUN_GROUP.items() if group in OWNED and " " not in noun
+        us_stem(noun) for noun, group in NOUN_GROUP.items() if group in OWNED and " " not in noun
     ) | frozenset(noun for noun, group in NOUN_GROUP.items() if group in OWNED and has_han(noun))
 
 

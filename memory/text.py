@@ -81,7 +81,9 @@ _BRITISH = (
 @lru_cache(maxsize=65536)
 def us_stem(word: str) -> str:
     """`stem` of the word as American English spells it, so that a statement's "practise"
-    and another's "practice" are one topic word (the index keeps its own `stem`)."""
+    and another's "practice" are one word: memory.sameness reads every English word
+    through it, topic words and the heads and values compared with them alike (the search
+    index keeps `stem`, so its stored terms are unchanged)."""
     for pattern, spelled in _BRITISH:
         word = pattern.sub(spelled, word)
     return stem(word)
