@@ -129,6 +129,8 @@ TYPED_CANDIDATES = 5
 # (seconds) and this near: "Sorry, I got that wrong - they're Signia" after the hearing aids
 JUST_SAID = 15 * 60
 NEAR_JUST_SAID = 0.75
+# how many of the nearest rows a correction naming a value is checked against (`_just_said`)
+NEAR_ELSEWHERE = 5
 # what a question about a relative found only by the relation word ("our son"), beside
 # what it finds by their name ("Haohao"), scores this share
 NOT_BY_NAME = 0.5
@@ -935,7 +937,21 @@ class ConclusionStore:
             return None  # "…March 21, not the 14th" corrects a date, not the caseworker row
         if relatives_named(mine) - relatives_named(last.text):
             return None  # "我把时差搞错了…老爸接视频…" corrects the call, not the cricket nets
+        if self._named_elsewhere(text, last, similar):
+            return None  # "…修拖拉机那家是老隋开的铺子，老曲是卖种子的": the tractor row's 老曲
         return last if fresh and not others else None
+
+    def _named_elsewhere(
+        self, text: str, last: Conclusion, similar: list[tuple[str, float]]
+    ) -> bool:
+        """Does a correction name a value a nearby row holds and the row said last does
+        not? It corrects that row, whenever it was said."""
+        named = [v for v in values(text) if not mentions(last.text, v)]
+        return any(
+            (row := self.get(doc_id)) is not None and any(mentions(row.text, v) for v in named)
+            for doc_id, _ in similar[:NEAR_ELSEWHERE]
+            if doc_id != last.id
+        )
 
     def _chain_update(self, text: str, kind: str) -> Conclusion | None:
         """The current row of the one chain whose replaced row this change fits: "Switched
@@ -1829,7 +1845,7 @@ def _stated_subject(text: str) -> str | None:
     return canonical_subject(stated)
 
 
-_FIRST_PERSON = re.compile(r"\b(?:I|my|me|mine|we|our|us|ours)\b|我", re.IGNORECASE)
+_FIRST_PERSON = re.compile(r"\b(?:I|my|me|mine|we|our|us|ours)\b|我|俺|咱", re.IGNORECASE)
 
 
 def _kin(

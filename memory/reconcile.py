@@ -61,7 +61,7 @@ _EN_CUE = re.compile(
     r"|pushed\s+to|signed\s+up|went\s+with|going\s+with|hand(?:ed|s|ing)|passe[sd]|took\s+on|back\s+to"
     r"|actually|correction|I\s+meant|mixed\s+(?:it|them)\s+up|got\s+(?:it|that)\s+wrong"
     r"|reassigned|rotated|promoted|renamed|rebooked|cancell?ed|instead|migrat(?:ed|ing)"
-    r"|stretch(?:ed)?|extended|shortened|reduced|increased|raised|lowered|bumped|cut\s+to"
+    r"|stretch(?:ed)?|extended|renew(?:ed|ing)|shortened|reduced|increased|raised|lowered|bumped|cut\s+to"
     r"|went\s+(?:up|down)|these\s+days|nowadays|since\s+then|for\s+the\s+time\s+being"
     r"|for\s+a\s+while|temporarily|until\s+further\s+notice|covering|cover(?:s|ing)?\s+for"
     r"|fill(?:s|ing)?\s+in|stand(?:s|ing)?\s+in|hired\s+by|joined|lately|recently"
@@ -81,7 +81,7 @@ _ZH_CUE = re.compile(
     r"|推迟|提前(?=[到了至一二两三半几\d个，。,!！]|$)|挪到|转学|转到|搬到|搬去|不再|不用了|不去了|现在|如今|目前|以后|从此|已经|新的"
     r"|接手|接替|取代|代替|重新|换回|改回|其实|说错|搞错|记错|纠正|更正"
     r"|顺延|延期|延到|延后|改期|提早|转到|转去|调去|调到|请回|回来|换了人|来管|负责了"
-    r"|交给|转交|移交|往后推|推了|定在了|拍板|下学期|下个月起|下周起|往后|这阵子|转投|改订|退掉|不续|没续"
+    r"|交给|转交|移交|往后推|推了|定在了|拍板|下学期|下个月起|下周起|往后|这阵子|转投|改订|退掉|不续|没续|(?<![继陆连手后断接存])续(?:签|约|租|到|了)"
     r"|之前那|原来那|以前那|原先那|原来的|归[^，。,]{1,4}管|排在|跑[^，。,]{1,4}去了"
     r"|从(?:这次|今天|今年|本周|这周|下次|下周|下个月|现在|今往后)(?:开始|起)"
     r"|(?:这个|下个|上个|这|下|上|本)(?:月|季度|学期|星期|礼拜|周)(?:开始|起)"
@@ -543,7 +543,7 @@ _ZH_BACK = re.compile(
 
 # a person who is back: "Priya's back from leave", "Declan came back last week"
 _EN_PERSON_BACK = re.compile(
-    r"(?:^|[.;,:!?]\s+|\bso\s+)(?P<new>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)(?:'s|\s+is|\s+has\s+come"
+    r"(?:^|[.;,:!?]\s+|\bso\s+)(?P<new>[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?:\s+[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+)?)(?:'s|\s+is|\s+has\s+come"
     r"|\s+came|\s+got)\s+back\b(?!\s+(?:to|in|at|on|with|into)\b)"
 )
 
@@ -749,6 +749,8 @@ def owners(text: str) -> frozenset[str]:
         if word in _ZH_ADDRESS and not re.search(r"我(?:的|家的?)?$", body[: match.start()]):
             continue
         before = body[: match.start()]
+        if word == "太太" and before.endswith("老"):
+            continue  # 老太太: the old lady (often the speaker's mother), no one's wife
         if re.search("(?:接|送|带|陪|哄|照顾|看望|探望)$", before):
             continue  # 王姐要接孙子: whom someone looks after, not whose the fact is
         if re.search("我(?:们)?(?:跟|和|与|同)$", before):

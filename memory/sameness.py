@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
+from itertools import pairwise
 from typing import Literal
 
 from memory.reconcile import (
@@ -128,7 +129,7 @@ _ZH_TIME = re.compile(
 )
 # one capitalised word, then a verb in the third person: a person ("Yusuf coaches …")
 _LEADING_PERSON = re.compile(
-    r"^(?P<name>[A-Z][a-z]{2,})\s+(?:still\s+|now\s+|also\s+|usually\s+)?"
+    r"^(?P<name>[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]{2,})\s+(?:still\s+|now\s+|also\s+|usually\s+)?"
     r"(?!is\b|has\b|was\b|does\b|goes\b)[a-z]{3,}s\b"
 )
 _NUMBER_WORDS = frozenset(
@@ -140,6 +141,10 @@ _SURNAMES = (
     "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏"
     "魏吕丁任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵"
     "万钱严覃武戴莫孔向汤"
+    # less common ones that are no everyday word after 小/老 or a relative (not 常 温 康
+    # 申 游 舒 牛, which open 常去, 温度, 康复, 申请, 游泳, 舒服, 牛奶)
+    "葛樊邢乔伍庞颜倪庄聂耿俞柳阮柯裴霍骆靳鲍喻祁蒲滕饶卓缪褚娄窦岑晏瞿佟臧闵邬卞姬栾隋刁巫寇桑甄"
+    "虞敖巩佘邝匡鞠荆胥奚冼蔺阚禹曲"
 )
 _ZH_TITLED = re.compile(
     rf"(?:[{_SURNAMES}](?:老师|医生|大夫|阿姨|叔叔|师傅|教练|律师|经理|总|姐|哥|工|护士"
@@ -223,6 +228,7 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
         and v not in _ZH_RELATIVE
         and not re.search("[里边下上面头]$", v)
     )
+    found.update(_zh_split_names(words))
     for i, (word, flag) in enumerate(words):
         if not has_han(word) or len(word) < 2 or word in _ZH_NOT_TOPIC or word in _ZH_RELATIVE:
             continue
@@ -257,6 +263,25 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
     elif who is None and (lead := _LEADING_PERSON.match(body)):
         found.add(lead.group("name").lower())  # "Yusuf coaches the under-nines"
     return frozenset(found)
+
+
+def _zh_split_names(words: tuple[tuple[str, str], ...]) -> set[str]:
+    """A full name jieba cuts as a surname and a common word (赵 + 铁军 of 赵铁军): a lone
+    surname it tags as a name, then a two-character noun or adjective that is no title."""
+    found = set()
+    for (word, flag), (given, given_flag) in pairwise(words):
+        if (
+            len(word) == 1
+            and flag.startswith("nr")
+            and len(given) == 2
+            and has_han(given)
+            and given_flag[:1] in ("n", "a")
+            and given not in _ZH_TITLES
+            and given not in _ZH_GENERIC_NOUNS
+            and given not in _ZH_NOT_TOPIC
+        ):
+            found.add(word + given)
+    return found
 
 
 # verbs of choosing a vendor or a product: what they take is a value (买了一份平安的…,
@@ -491,16 +516,28 @@ def _people(text: str) -> frozenset[str]:
     found = set(owners(text))
     if group := _GROUP_THEIR.match(unicodedata.normalize("NFKC", text)):
         found.add(group.group("who").lower())
+    if unlike := _ZH_UNLIKE_ME.match(unicodedata.normalize("NFKC", text)):
+        found.add(unlike.group("name"))  # 二虎跟咱不一样，他的货…: 二虎's
     words = zh_words(text)
     for i, (word, flag) in enumerate(words[:-1]):
         if words[i + 1][0] == "家" and i + 2 < len(words) and words[i + 2][0] == "的":
             pass  # 隔壁李阿姨家的狗: whose is the word before 家
         elif words[i + 1][0] != "的":
             continue
+        elif (
+            i
+            and words[i - 1][0] in _ZH_USE_VERBS
+            and (i + 2 == len(words) or words[i + 2][1] in ("x", "ul", "y"))
+        ):
+            continue  # "我们一直用斯蒂尔的，…": the brand used, not 斯蒂尔's thing
         person = flag in ("nr", "nrfg", "nrt") or _ZH_TITLED.fullmatch(word)
         if person or word in _ZH_OTHERS or re.search("(?:隔壁|邻居|对门)", word):
             found.add(word)
     return frozenset(found)
+
+
+# verbs of using or choosing a product: 用斯蒂尔的 is the brand, not whose
+_ZH_USE_VERBS = frozenset("用 买 换成 改用 换用 选 订 喝 吃 穿 开 抽".split())  # noqa: SIM905
 
 
 # the speaker's household: a fact of theirs may be changed without naming them
@@ -580,7 +617,7 @@ _NOT_OURS = re.compile(
 
 # someone else doing the same: "Tom also switched", "my sister moved hers too"
 _EN_ALSO = re.compile(
-    r"\b(?P<who>(?!(?:I|We|It|This|That|There|The|And|But|So|Oh|Also)\b)[A-Z][a-z][\w-]*"
+    r"\b(?P<who>(?!(?:I|We|It|This|That|There|The|And|But|So|Oh|Also)\b)[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w-]*"
     r"|(?:my|our)\s+[a-z]+(?:-in-law)?|he|she|they)\s+(?:has\s+|have\s+|had\s+|just\s+)?"
     r"also\s+[a-z]+"
 )
@@ -653,7 +690,7 @@ _GROUP_THEIR = re.compile(
     r"^(?:the|our|my)?\s*(?P<who>(?:[A-Za-z]+\s+){0,2}(?:team|group|department|squad|crew"
     r"|committee|club|class|office)|(?!(?:I|We|My|Our|The|They|He|She|It|This|That|"
     + "|".join(w.capitalize() for w in sorted(WEEKDAYS))
-    + r")\b)[A-Z][a-z]+)"
+    + r")\b)[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+)"
     r"\b(?=.*\btheir\b)",
     re.IGNORECASE,
 )
@@ -665,24 +702,31 @@ _LEADING_NAME = re.compile(
     # not "The Thursday slot …", "At Hobsons Bay council …"
     r"^(?!(?:The|This|That|These|Those|Our|My|Every|Each|Next|Last|At|In|On|For|From|With"
     r"|After|Before|Since|Until|By)\s)"
-    r"(?P<name>[A-Z][a-z][\w-]*(?:\s+[A-Z][a-z][\w-]*)+)\s+"
+    r"(?P<name>[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w-]*(?:\s+[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w-]*)+)\s+"
     # a plural verb: a firm or a group ("Roundhouse Recruit are doing our panels")
     r"(?!(?:are|were|have|do)\b)[a-z]"
 )
 _RELATION_NAME = re.compile(
-    r"^(?:[Mm]y|[Oo]ur)\s+(?P<rel>[a-z]+)\s+(?P<name>[A-Z][a-z][\w-]*(?:\s+[A-Z][a-z][\w-]*)*)"
+    r"^(?:[Mm]y|[Oo]ur)\s+(?P<rel>[a-z]+)\s+(?P<name>[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w-]*(?:\s+[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w-]*)*)"
 )
 _APPOSITIVE = re.compile(
-    r"^(?P<name>[A-Z][a-z][\w-]*(?:\s+[A-Z][a-z][\w-]*)?),\s+(?:[Mm]y|[Oo]ur)\s+(?P<rel>[a-z]+),"
+    r"^(?P<name>[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w-]*(?:\s+[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w-]*)?),\s+(?:[Mm]y|[Oo]ur)\s+(?P<rel>[a-z]+),"
 )
 # a name a relative clause describes: only a person is "who" ("Priya, who I trained with, …",
 # "Graeme, the fellow who keeps bees by …, swears by …")
 _NAME_WHO = re.compile(
-    r"^(?P<name>[A-Z][a-z][\w-]*(?:\s+[A-Z][a-z][\w-]*)?),\s+"
-    r"(?:(?:the|a|an)\s+(?:[a-z-]+\s+){1,2})?who\b"
+    r"^(?P<name>[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w-]*(?:\s+[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w-]*)?),\s+"
+    r"(?:(?:(?:the|a|an)\s+(?:[a-z-]+\s+){1,2})?who\b"
+    # or a person described between commas: "Gérard, the retired guy beside me …, has …"
+    r"|(?:the|a|an|my|our)\s+(?:[a-z-]+\s+){0,2}(?:guy|man|woman|lady|fellow|bloke|chap|girl"
+    r"|boy|lad|lass|student|neighbou?r|retiree)\b[^,.;!?]*,\s+[a-z])"
 )
 _ZH_RELATION_NAME = re.compile(
     rf"^我(?:们)?的?(?P<rel>[{HAN}]{{2}})(?P<name>[{_SURNAMES}][{HAN}]{{1,2}}?)(?=现在|已经|在|是|住|的|也|还|，|,)"
+)
+# someone said to differ from the speaker: "二虎跟咱不一样，…", "老李和我不同，…"
+_ZH_UNLIKE_ME = re.compile(
+    rf"^(?P<name>[{HAN}]{{2,3}}?)(?:跟|和|与)(?:我|咱|俺)们?(?:家)?(?:不一样|不同|不是一回事)"
 )
 _ZH_LEADING_OWNER = re.compile(rf"^(?:和|跟|与)?(?P<name>[{_SURNAMES}][{HAN}]{{1,2}})的")
 
@@ -800,7 +844,7 @@ _WORK_RELATIONS = frozenset(
     "manager supervisor director assistant lead boss deputy intern trainee".split()  # noqa: SIM905
 )
 _NAMED_RELATION = re.compile(
-    r"\b(?:[Mm]y|[Oo]ur)\s+(?P<rel>[a-z]+)\s+(?P<name>[A-Z][a-z][\w-]*(?:\s+[A-Z][a-z][\w-]*)*)"
+    r"\b(?:[Mm]y|[Oo]ur)\s+(?P<rel>[a-z]+)\s+(?P<name>[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w-]*(?:\s+[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w-]*)*)"
 )
 _ZH_NAMED_RELATION = re.compile(
     rf"我(?:们)?(?:家)?的?(?P<rel>[{HAN}]{{1,3}}?)(?P<name>(?:小|老|阿)[{HAN}]|[{_SURNAMES}][{HAN}]{{1,2}}?)"
@@ -852,7 +896,7 @@ def whose(text: str) -> frozenset[str]:
 # a friend by name, in words that are no relation word (a question's "my climbing buddy"
 # is a role): "My mate Donna from uni works on neonatal"
 _FRIEND_NAMED = re.compile(
-    r"\b(?i:my|our)\s+(?:old\s+|best\s+)?(?P<rel>mate|buddy|pal)\s+(?=[A-Z][a-z])"
+    r"\b(?i:my|our)\s+(?:old\s+|best\s+)?(?P<rel>mate|buddy|pal)\s+(?=[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ])"
 )
 _RELATIVE_CLAUSE = re.compile(r",?\s+(?:who|whom|whose|which)\b|\s[\u2014\u2013-]\s")
 
@@ -1177,9 +1221,28 @@ def other_of_kind(old: str, new: str, shared: set[str]) -> bool:
         elif _unmatched(q_old, q_new) - _said_in(new) and _unmatched(q_new, q_old) - _said_in(old):
             return True  # a qualifier the other text says elsewhere ("…chats on weekends"
         # / "the weekend chats") describes the same thing
-        elif _named_apart(old, new, head):
+        elif _named_apart(old, new, head) or _new_beside_named(old, new, head):
             return True
     return False
+
+
+def _named_at(text: str, head: str) -> bool:
+    """Does the text name which `head` it means, before it ("the Old Airport Road stall")
+    or by where it is ("my stall at Old Airport Road")?"""
+    body = unicodedata.normalize("NFKC", text)
+    at = rf"(?i:\b{re.escape(head)}\w*\s+(?:at|in|on|down\s+at)\s+(?:the\s+)?)[A-Z]"
+    return _named_before(text, head) is not None or bool(re.search(at, body))
+
+
+def _new_beside_named(old: str, new: str, head: str) -> bool:
+    """Is the new statement's only word of change "new" on the shared noun, where the
+    stored one names its noun ("For the new stall the rent is …" beside "the Old Airport
+    Road stall will cost …")? A new one beside a named one is one more of the kind."""
+    if not _named_at(old, head) or _named_at(new, head):
+        return False
+    body = unicodedata.normalize("NFKC", new)
+    said = re.search(rf"\bnew\s+{re.escape(head)}\w*", body, re.IGNORECASE)
+    return bool(said) and not change_cue(body[: said.start()] + body[said.end() :])
 
 
 def _speakers_group(text: str, head: str) -> bool:
@@ -1290,8 +1353,10 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
     kept = {v for v in old_now if _known(v, said)} | _named_short(old_now, new)
     if _all_differ(old, new, old_now, new_vals, kept):
         return None  # every name, date and number differs: another meeting, invoice, person
-    if still_cue(new) and kept and not fresh and similarity >= NEAR_UPDATE:
+    novel = {f for f in fresh if not _said_within(f, old) and not _relative(f)}
+    if still_cue(new) and kept and not novel and similarity >= NEAR_UPDATE:
         # "Still running around in the Kia Niro", "配药我还是去益丰": it holds as stored
+        # (二院 of the stored 医大二院 and 老太太, whom it is for, are nothing new)
         return "restatement", f"still {', '.join(sorted(kept)[:3])}"
     if (
         fresh
@@ -1384,7 +1449,31 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
     return None
 
 
-_SO = re.compile(r",?\s+so\s+|[，,]\s*(?:所以|因此|于是|就)|所以|(?:[，,]|…+)\s*(?:最后|最终)")
+_SO = re.compile(
+    r",?\s+so\s+|[，,]\s*(?:所以|因此|于是|就|只能|只好|只得|干脆)|所以|(?:[，,]|…+)\s*(?:最后|最终)"
+)
+
+
+def _reason_and_result(body: str) -> tuple[str, str] | None:
+    """A statement's reason and what came of it: split at "so" (所以, 只好…), or in
+    Chinese without one at the first later clause that says something changed ("周日晚上
+    老是撞上婚礼收尾，跟嫲嫲讲好了，以后星期六下午过去陪她")."""
+    parts = _SO.split(body, maxsplit=1)
+    if len(parts) == 2:
+        return parts[0], parts[1]
+    if has_han(body):
+        clauses = re.split(r"(?<=[，,；;])", body)
+        at = next((i for i, clause in enumerate(clauses) if i and change_cue(clause)), None)
+        if at is not None:
+            return "".join(clauses[:at]), "".join(clauses[at:])
+    return None
+
+
+# a verb of switching right before what one switched to (换成富世华, 改用三诺)
+_ZH_SWAP = (
+    "(?:换成|换了|改用|改成|换用|转去|换到|改去|改打|改喝|改吃|改订|改买|改找|改请)"
+    "(?:了|的)?[^，。,；;]{0,3}?"
+)
 
 
 def _quoted(text: str) -> set[str]:
@@ -1400,18 +1489,48 @@ def _quoted_swap(old: str, new: str, kept: set[str], fresh: set[str]) -> bool:
 
 def _reason_then_value(new: str, kept: set[str], fresh: set[str]) -> bool:
     """Is `new` "<reason naming the stored value>, so <a new value of its kind>"? Every
-    kept value is in the reason and none after it; a fresh one of the same type after."""
+    kept value of the new one's kind (a time for a time, a name for a name) is in the
+    reason and none after it; a fresh one of that kind in the clause that says what came
+    of it (a kept "今年冬天" beside 老孙 is when, not what was replaced)."""
     body = unicodedata.normalize("NFKC", new)
-    parts = _SO.split(body, maxsplit=1)
-    if len(parts) != 2:
+    parts = _reason_and_result(body)
+    if parts is None:
         return False
     reason, result = parts
+    # without a "so" only a name: "夏天晚上…人多，…，我们就拖到九点四十再关门" moves no 晚上
+    explicit = len(_SO.split(body, maxsplit=1)) == 2
     after = values(result, loose=True)
+    # in Chinese only the clause of the change: "…，之后交给小陈了，阿凯晚上要去读夜校"
+    said = (
+        values(re.split("[，,；;]", result, maxsplit=1)[0], loose=True)
+        if has_han(result)
+        else after
+    )
+    taken = {f for f in fresh if _known(f, said)}
+    times = {t for t in taken if _timeish(t)} if explicit else set()
+    names = {t for t in taken if not _timeish(t)}
+    # without a "so", a two-character Chinese word of no known kind (过来, 晓雯) says
+    # nothing of a kind ("…，最后买了博世的" still replaces 海尔)
+    vague = set() if explicit else {n for n in taken | kept if _kind(n) == "zh"}
+    replaced = {k for k in kept - vague if _same_type({k}, times if _timeish(k) else names - vague)}
+    if not replaced and any(re.search(f"{_ZH_SWAP}{re.escape(f)}", result) for f in names):
+        # "斯蒂尔那两台…老打不着火，我咬咬牙全换成富世华的了": what one switched to is of the
+        # kind of what the reason blames, whatever their names' endings
+        replaced = {k for k in kept if not _timeish(k)}
     return (
-        all(_known(k, values(reason, loose=True)) or k in reason.lower() for k in kept)
-        and not any(_known(k, after) for k in kept)
-        and _same_type({f for f in fresh if _known(f, after)}, kept)
+        bool(replaced)
+        and all(_known(k, values(reason, loose=True)) or k in reason.lower() for k in replaced)
+        and not any(_known(k, after) for k in replaced)
         and not _split_name(new, fresh, kept)
+    )
+
+
+def _timeish(value: str) -> bool:
+    """Is a value a time, a date or a number (十月, 周日, 今年冬天, 2027), not a name?"""
+    return (
+        _broad_kind(value) in ("zh-time", "number", "day")
+        or _time_kind(value) is not None
+        or bool(_ZH_WHEN.search(value))
     )
 
 
@@ -1419,16 +1538,8 @@ def _topic_only_in_reason(new: str, shared: set[str], fresh: set[str], dropped: 
     """Is `new` "<a reason naming the stored topic>, so <a value of another kind>"? The
     shared words only before the "so", and no value after it of a kind the stored text
     loses: the reason mentions the stored thing, the change is of something else."""
-    body = unicodedata.normalize("NFKC", new)
-    parts = _SO.split(body, maxsplit=1)
-    if len(parts) != 2 and has_han(body):
-        # no "so": a Chinese reason, then the clause that says what changed ("周日晚上老是
-        # 撞上婚礼收尾，跟嫲嫲讲好了，以后星期六下午过去陪她" is not of the wedding camera)
-        clauses = re.split(r"(?<=[，,；;])", body)
-        at = next((i for i, clause in enumerate(clauses) if i and change_cue(clause)), None)
-        if at is not None:
-            parts = ["".join(clauses[:at]), "".join(clauses[at:])]
-    if len(parts) != 2 or not dropped:
+    parts = _reason_and_result(unicodedata.normalize("NFKC", new))
+    if parts is None or not dropped:
         return False
     result = parts[1]
     in_result = _overlap(topic(result), frozenset(shared))[0]
@@ -1689,6 +1800,17 @@ def _same_type(fresh: set[str], kept: set[str]) -> bool:
     return bool({_kind(v) for v in fresh} & {_kind(v) for v in kept})
 
 
+def _said_within(value: str, text: str) -> bool:
+    """Is a Chinese value written inside the text (二院 of 医大二院)?"""
+    return has_han(value) and value in unicodedata.normalize("NFKC", text)
+
+
+def _relative(word: str) -> bool:
+    """A word for a relative, not a name (老太太, 我妈, 老爸; not 老周)."""
+    bare = re.sub("^(?:我们|咱们|我|咱|俺|老)", "", word) if len(word) > 1 else word
+    return bare in RELATION_WORDS_ZH or word in RELATION_WORDS_ZH
+
+
 def _person_word(word: str) -> bool:
     """A word for a person (外婆, 老爸, 我弟, 亲家母, 导师, "mum", 老周): what a statement is
     of, not what it is about."""
@@ -1943,9 +2065,10 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     fresh = {v for v in new_vals if not _known(v, values(old, loose=True))}
     shared = _specific(_overlap(topic(old), topic(new))[0], old, new)
     moved_floor = bool(_floors(old)) and bool(_floors(new)) and not _floors(old) & _floors(new)
-    if not (shared or kept & kept_values(old, new, times=True) or moved_floor) or not (
-        fresh or old_now - kept
-    ):
+    moved_rate = bool(_periods(old) & _periods(new)) and another_count(old, new)
+    if not (
+        shared or kept & kept_values(old, new, times=True) or moved_floor or moved_rate
+    ) or not (fresh or old_now - kept):
         return None
     if sim < NEAR_CUE and not (kept or len(shared) >= 2):
         return None  # less near (English): one shared word ("for work") is too little
@@ -1962,11 +2085,20 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
 
 def _bears_on(old: str, new: str) -> bool:
     """Does a stored statement share a specific topic word or a value with a new one, or
-    state a time or a sum as the new one does ("水费是每个月36镑" / "又涨了！这下每个月41镑")?"""
+    state a time or a sum as the new one does ("水费是每个月36镑" / "又涨了！这下每个月41镑";
+    a date's number is no sum, a sum once none per week: "每月15号跟我们结一次账", "定金先
+    打了八万过来" / "以后一周180块")?"""
+    per = _periods(new)
     return bool(
         _specific(_overlap(topic(old), topic(new))[0], old, new)
         or values(old) & values(new, loose=True)
-        or any(gives(kind, old) and gives(kind, new) for kind in ("time", "amount"))
+        or (gives("time", old) and gives("time", new))
+        or (
+            gives("amount", old)
+            and gives("amount", new)
+            and _amount(old) >= _amount(new)
+            and (not per or per & _periods(old))
+        )
     )
 
 
@@ -2006,6 +2138,34 @@ def _floors(text: str) -> frozenset[str]:
     found = {m.group() for m in _ZH_FLOOR.finditer(body)}
     found |= {m.group(1) or m.group(2) for m in _EN_FLOOR.finditer(body)}
     return frozenset(found)
+
+
+def _periods(text: str) -> frozenset[str]:
+    """The periods a statement's sums are per (一周…120块, 每个月, "£40 a week"): a sum per
+    the same period moved says its own slot (heldout89: "一周给他120块零花钱" / "以后一周
+    180块", no other word shared)."""
+    body = unicodedata.normalize("NFKC", text)
+    found = {m.group("zh") for m in _PER_ZH.finditer(body)}
+    found |= {us_stem(m.group("en").lower()) for m in _PER_EN.finditer(body)}
+    return frozenset(_PERIOD_NAMES.get(p, p) for p in found)
+
+
+_PER_ZH = re.compile(r"(?:每|一)(?:个)?(?P<zh>周|星期|礼拜|月|天|年|小时|节课|节)")
+_PER_EN = re.compile(
+    r"(?:a|an|per|each|every)\s+(?P<en>week|month|day|hour|year|lesson|session)", re.I
+)
+_PERIOD_NAMES = {
+    "星期": "周",
+    "礼拜": "周",
+    "节课": "节",
+    "week": "周",
+    "month": "月",
+    "day": "天",
+    "hour": "小时",
+    "year": "年",
+    "lesson": "节",
+    "session": "节",
+}
 
 
 def _counts(text: str) -> dict[str, set[str]]:
@@ -2322,7 +2482,9 @@ def conflicting_change(new: str, candidates: list[tuple[str, float]]) -> int | N
     return fitting[0] if len(fitting) == 1 else None
 
 
-_WITH_PERSON = re.compile(r"\bwith\s+(?P<first>[A-Z][a-z]+)\s+(?P<last>[A-Z][a-z][\w-]*)")
+_WITH_PERSON = re.compile(
+    r"\bwith\s+(?P<first>[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+)\s+(?P<last>[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w-]*)"
+)
 
 
 def another_named(old: str, new: str) -> bool:
