@@ -86,6 +86,7 @@ from memory.sameness import (
     kept_apart,
     led_by_others,
     named_relations,
+    names_any,
     near,
     near_conflict,
     nearest_change,
@@ -1899,9 +1900,9 @@ def _speaker_first(
         # a person asked by name is about the rows naming them, whoever the grammar makes
         # them ("Hannah, the engineer I share the jobs with, uses … for her PI")
         names |= {a for a in asked if a.isascii() and a not in RELATION_WORDS}
-        about = [c for c in found if speakers_own(c.text) & asked or _names_any(c.text, names)]
+        about = [c for c in found if speakers_own(c.text) & asked or names_any(c.text, names)]
     elif named := _zh_asked_name(query):
-        about = [c for c in found if _names_any(c.text, named)]  # 晓晓的自救培训是哪天？
+        about = [c for c in found if names_any(c.text, named)]  # 晓晓的自救培训是哪天？
     elif _FIRST_PERSON.search(query):
         about = [c for c in found if not whose(c.text) or c.id in ours]
     else:
@@ -1985,14 +1986,6 @@ def _by_name(query: str, found: Iterable[Conclusion]) -> str | None:
             pattern = f"(?:我们|我)?的?{re.escape(rel)}"
         renamed = re.sub(pattern, names[rel], renamed)
     return renamed if renamed != query else None
-
-
-def _names_any(text: str, names: set[str]) -> bool:
-    """Does the text name one of these people (a Chinese name anywhere, a Latin one as a word)?"""
-    lower = text.lower()
-    return any(
-        (n in lower) if has_han(n) else re.search(rf"\b{re.escape(n)}\b", lower) for n in names
-    )
 
 
 def _kind_first(found: list[Conclusion], query: str) -> list[Conclusion]:

@@ -122,7 +122,9 @@ _CORRECTION = re.compile(
     r"|ignore\s+(?:that|what\s+I\s+(?:said|wrote))|wrong\s+(?:day|date|time|name|number|one))\b"
     # a sentence that opens by taking back what was said: "Actually, it's …", "Wait — …"
     r"|(?:^|[.!?]\s+)(?:(?:oh|oops|hmm|no|ah|uh|um|er)[,\s]+){0,2}(?:actually|wait|sorry|oops"
-    r"|hold\s+on)\b|\bI(?:'m|\s+was|\s+am)\s+thinking\s+of\s+(?:last|the\s+old|my\s+old|another)\b"
+    r"|hold\s+on|hang\s+on)\b(?!\s+to\b)"
+    r"|\bI(?:'m|\s+was|\s+am)\s+thinking\s+of\s+(?:last|the\s+old|my\s+old|another)\b"
+    r"|\b(?:that's|that\s+is|that\s+was|it's)\s+(?:out\s+of\s+date|outdated|old\s+news)\b"
     r"|说错|记错|搞错|弄错|更正|纠正|口误|刚才说的不对|记岔|说岔|看错|看岔|写错|听错|记混"
     r"|打错|不对不对|[哦噢啊呃诶欸]?不对[，,]|[等稍]一?下[，,]|作废",
     re.IGNORECASE,
@@ -622,7 +624,9 @@ def mentions(text: str, value: str) -> bool:
     if has_han(value):
         core = re.sub(rf"[^{HAN}\w]", "", value)
         core = re.sub("^(?:每周|每天|每月|每)", "", core) if len(core) > 3 else core
-        return len(core) >= 2 and core in re.sub(rf"[^{HAN}\w]", "", norm)
+        # 十五号 and 15号 are one day; 5号 is not in 15号
+        said = zh_digits(re.sub(rf"[^{HAN}\w]", "", norm))
+        return len(core) >= 2 and bool(re.search(rf"(?<!\d){re.escape(zh_digits(core))}", said))
     words = identifiers(written, loose=True) or {
         w.rstrip(".:") for w in _LATIN.findall(value) if w.rstrip(".:") not in _NOT_NAMES
     }
@@ -637,6 +641,26 @@ def mentions(text: str, value: str) -> bool:
 
 
 _ORDINAL_DAY = re.compile(r"^(\d{1,2})(?:st|nd|rd|th)$")
+
+
+def zh_digits(text: str) -> str:
+    """`text` with each Chinese number below a hundred before a unit of days, months or
+    hours in digits (十五号 -> 15号, 二十三日 -> 23日), so two ways of writing it compare."""
+    return _ZH_COUNT.sub(lambda m: str(_zh_number(m.group("n"))) + m.group("unit"), text)
+
+
+_ZH_DIGIT = {d: i for i, d in enumerate("零一二三四五六七八九")} | {"两": 2}
+_ZH_COUNT = re.compile(
+    r"(?<![零一二三四五六七八九十两])(?P<n>[零一二三四五六七八九十两]{1,3})(?P<unit>[号日月点])"
+)
+
+
+def _zh_number(word: str) -> int:
+    """一 -> 1, 十五 -> 15, 二十三 -> 23, 三十 -> 30 (no hundreds)."""
+    if "十" not in word:
+        return int("".join(str(_ZH_DIGIT[c]) for c in word))
+    tens, _, ones = word.partition("十")
+    return (_ZH_DIGIT[tens] if tens else 1) * 10 + (_ZH_DIGIT[ones] if ones else 0)
 
 
 WEEKDAYS = frozenset(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])

@@ -398,6 +398,8 @@ def same_people(old: str, new: str, old_values: frozenset[str] = frozenset()) ->
     ("Anna switched …" is no update of "I …", 孙浩… none of 孙静浩…). A new sentence about
     a person the stored one names as its value is about the same thing ("黄伟调去做海外
     业务了" of "负责人是黄伟")."""
+    if (rest := _reported_of(old, new)) is not None:
+        return same_people(old, rest, old_values)  # 儿子讲…妞妞要推迟: of 孙女妞妞
     a, b = _who(old), _who(new)
     if b is not None and (b in old_values or _names_relative(old, b)):
         b = None  # the stored value ("黄伟调去…"), or a common noun ("Fencing has been …")
@@ -407,6 +409,18 @@ def same_people(old: str, new: str, old_values: frozenset[str] = frozenset()) ->
     # unless the person only one main clause names is in both texts ("My mentor … is
     # Renata" / "Had coffee with HR — my old mentor has moved …, so …")
     p_old, p_new = _people(_main(old)) - {a}, _people(_main(new)) - {b} - old_values
+    # a relative of the stored value's person is theirs: "黄姐儿媳妇生了，…以后收拾房间就靠
+    # 覃姐了" is of the cleaning 黄姐 did, not of anyone's daughter-in-law
+    p_new -= {
+        p
+        for p in p_new
+        if any(re.search(f"{re.escape(v)}的?{re.escape(p)}", new) for v in old_values if has_han(v))
+    }
+    # a group the stored text opens with that the new one names too ("Booking.com sent
+    # their …" / "Another email from Booking: … the commission goes up to 18%")
+    p_old = frozenset(
+        p for p in p_old if p in RELATION_WORDS or not (p.isascii() and names_any(new, {p}))
+    )
     # a capitalised sentence start the stored text has as a plain word: "Firmware kept
     # clashing…, so our hw/fw sync got pushed…" / "The hardware/firmware sync is …"
     p_new = frozenset(p for p in p_new if p.lower() in RELATION_WORDS or not _plain_word_in(p, old))
@@ -428,6 +442,42 @@ def same_people(old: str, new: str, old_values: frozenset[str] = frozenset()) ->
         if named and _names_relative(old, named) and _names_relative(new, named):
             return True
     return a is None or b is None or a == b or _we_with(old, new, a)
+
+
+def _reported_of(old: str, new: str) -> str | None:
+    """What a relative reports ("儿子讲高铁票改签了，妞妞要推迟…", "My son says Mia …"),
+    when it names by name a person the stored statement introduces (孙女妞妞): the
+    reporter is not whose the fact is."""
+    body = unicodedata.normalize("NFKC", new).strip()
+    said = _ZH_REPORTED.match(body) or _EN_REPORTED.match(body)
+    if said is None or said.group("who").lower() not in RELATION_WORDS | RELATION_WORDS_ZH:
+        return None
+    rest = body[said.end() :]
+    names = named_relations(old).values()
+    return rest if names_any(rest, set(names)) else None
+
+
+def names_any(text: str, names: set[str] | frozenset[str]) -> bool:
+    """Does the text name one of these people (a Chinese name anywhere, a Latin one as a
+    word, also between Chinese characters: 我弟弟Kiprono在…)?"""
+    lower = unicodedata.normalize("NFKC", text).lower()
+    return any(
+        (n.lower() in lower)
+        if has_han(n)
+        else re.search(rf"(?<![a-z]){re.escape(n.lower())}(?![a-z])", lower)
+        for n in names
+    )
+
+
+_ZH_REPORTED = re.compile(
+    rf"^(?:我们?|咱|俺)?家?(?P<who>[{HAN}]{{1,3}}?)(?:讲|说|告诉我|打电话来?说|来电话说|发微信说)"
+    r"了?[，,：:]?"
+)
+_EN_REPORTED = re.compile(
+    r"^(?:my|our)\s+(?P<who>[a-z-]+)\s+(?:says|said|told\s+me|mentioned|rang\s+to\s+say"
+    r"|called\s+to\s+say|texted\s+to\s+say)(?:\s+that)?[,:]?\s+",
+    re.IGNORECASE,
+)
 
 
 _WE = re.compile(r"^(?:we|our|us)\b", re.IGNORECASE)
@@ -688,7 +738,8 @@ def theirs(old: str, new: str) -> bool:
 
 _GROUP_THEIR = re.compile(
     r"^(?:the|our|my)?\s*(?P<who>(?:[A-Za-z]+\s+){0,2}(?:team|group|department|squad|crew"
-    r"|committee|club|class|office)|(?!(?:I|We|My|Our|The|They|He|She|It|This|That|"
+    r"|committee|club|class|office)|(?!(?:I|We|My|Our|The|They|He|She|It|This|That|Another"
+    r"|Some|Any|Each|Every|Both|All|Also|And|But|So|Just|"
     + "|".join(w.capitalize() for w in sorted(WEEKDAYS))
     + r")\b)[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+)"
     r"\b(?=.*\btheir\b)",
@@ -700,7 +751,7 @@ _ZH_OTHERS = frozenset("隔壁 邻居 对门 隔壁组 别的组 其他组 他�
 
 _LEADING_NAME = re.compile(
     # not "The Thursday slot …", "At Hobsons Bay council …"
-    r"^(?!(?:The|This|That|These|Those|Our|My|Every|Each|Next|Last|At|In|On|For|From|With"
+    r"^(?!(?:The|This|That|These|Those|Our|My|Every|Each|Next|Last|Another|Some|Any|At|In|On|For|From|With"
     r"|After|Before|Since|Until|By)\s)"
     r"(?P<name>[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w-]*(?:\s+[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w-]*)+)\s+"
     # a plural verb: a firm or a group ("Roundhouse Recruit are doing our panels")
@@ -847,8 +898,10 @@ _NAMED_RELATION = re.compile(
     r"\b(?:[Mm]y|[Oo]ur)\s+(?P<rel>[a-z]+)\s+(?P<name>[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w-]*(?:\s+[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w-]*)*)"
 )
 _ZH_NAMED_RELATION = re.compile(
-    rf"我(?:们)?(?:家)?的?(?P<rel>[{HAN}]{{1,3}}?)(?P<name>(?:小|老|阿)[{HAN}]|[{_SURNAMES}][{HAN}]{{1,2}}?)"
-    r"(?=[在是住的也还今昨前去要会刚，,。])"
+    rf"(?:我(?:们)?(?:家)?的?|^|(?<=[，,。！？!?]))(?P<rel>[{HAN}]{{1,3}}?)"
+    # a child's pet name doubles a character: 孙女妞妞, 儿子豆豆
+    rf"(?P<name>(?:小|老|阿)[{HAN}]|[{_SURNAMES}][{HAN}]{{1,2}}?|([{HAN}])\3|[A-Z][a-z]+)"
+    r"(?=[在是住的也还今昨前去要会刚放，,。])"
 )
 
 
@@ -863,7 +916,7 @@ def named_relations(text: str) -> dict[str, str]:
         if m.group("rel").lower() in RELATION_WORDS
     }
     found.update(
-        (m.group("rel"), m.group("name"))
+        (m.group("rel"), m.group("name").lower())
         for m in _ZH_NAMED_RELATION.finditer(body)
         if m.group("rel") in RELATION_WORDS_ZH
     )
@@ -1612,8 +1665,10 @@ def _all_differ(
 def _split_name(text: str, fresh: set[str], kept: set[str]) -> bool:
     """Does one written name hold a new and a kept word ("Pia Koch" for "Julia Koch")?
     Then it is another person of the same family name, not a value replaced. A kept word
-    that names a kind of place is no family name ("Dandenong Market" for "Preston Market")."""
-    return any(run & fresh and run & kept - _PLACE_KINDS for run in _runs(text, fresh | kept))
+    that names a kind of place is no family name ("Dandenong Market" for "Preston Market"),
+    nor is a month or a weekday ("July 22" for "July 15")."""
+    calendar = _PLACE_KINDS | MONTHS | WEEKDAYS
+    return any(run & fresh and run & kept - calendar for run in _runs(text, fresh | kept))
 
 
 # the last word of a place's name that says what kind of place it is
@@ -2066,9 +2121,13 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     shared = _specific(_overlap(topic(old), topic(new))[0], old, new)
     moved_floor = bool(_floors(old)) and bool(_floors(new)) and not _floors(old) & _floors(new)
     moved_rate = bool(_periods(old) & _periods(new)) and another_count(old, new)
-    if not (
-        shared or kept & kept_values(old, new, times=True) or moved_floor or moved_rate
-    ) or not (fresh or old_now - kept):
+    # "…给我开了缬沙坦，原来那个就不吃了": the old one dropped is the nearest one's value,
+    # if that is no one else's (not 我老婆她们单位的年会 for 原来那家订不上)
+    dropped_old = bool(_DROPS_THE_OLD.search(unicodedata.normalize("NFKC", new))) and not (
+        whose(old) - whose(new)
+    )
+    evidence = shared or kept & kept_values(old, new, times=True) or moved_floor or moved_rate
+    if not (evidence or dropped_old) or not (fresh or old_now - kept):
         return None
     if sim < NEAR_CUE and not (kept or len(shared) >= 2):
         return None  # less near (English): one shared word ("for work") is too little
@@ -2081,6 +2140,17 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     if other_of_kind(old, new, shared) or with_another(old, new) or another_time(old, new):
         return None
     return i
+
+
+# the previous one said to be dropped, unnamed: 原来那个就不吃了, 之前那家不去了, "the old
+# one's gone", "stopped the old ones"
+_DROPS_THE_OLD = re.compile(
+    r"(?:原来|之前|以前|原先|先前)(?:那个|那种|那家|那位|那款|那台|的那个)[^，。,；;！!]{0,3}?"
+    r"(?:不|没|停|别|甭|换掉|退掉|停掉)"
+    r"|\b(?:stopped|dropped|ditched|quit|binned)\s+the\s+old\s+(?:one|ones|stuff)\b"
+    r"|\bthe\s+old\s+(?:one|ones)\s+(?:is|are|'s|'re)\s+(?:gone|done|out)\b",
+    re.IGNORECASE,
+)
 
 
 def _bears_on(old: str, new: str) -> bool:
