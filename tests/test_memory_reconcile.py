@@ -1333,6 +1333,7 @@ def test_the_pairs_bench_counts_false_merges_and_updates() -> None:
         "heldout53_s21_b.yaml",
         "heldout85_s31_a.yaml",  # session 31: a relative's stall "not ours", 二手 no topic
         "heldout86_s31_b.yaml",
+        "heldout91_s32_c.yaml",  # session 32: "the new stall" beside the named one
     ],
 )
 def test_scenarios_written_by_others_merge_no_look_alike(name: str) -> None:
