@@ -948,10 +948,11 @@ class ConclusionStore:
         """Does a correction name a value a nearby row holds and the row said last does
         not? It corrects that row, whenever it was said."""
         named = [v for v in values(text) if not mentions(last.text, v)]
+        nearby = self._get_many(doc_id for doc_id, _ in similar[:NEAR_ELSEWHERE])
         return any(
-            (row := self.get(doc_id)) is not None and any(mentions(row.text, v) for v in named)
-            for doc_id, _ in similar[:NEAR_ELSEWHERE]
-            if doc_id != last.id
+            any(mentions(row.text, v) for v in named)
+            for row in nearby.values()
+            if row.id != last.id
         )
 
     def _chain_update(self, text: str, kind: str) -> Conclusion | None:

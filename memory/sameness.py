@@ -1406,7 +1406,7 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
     kept = {v for v in old_now if _known(v, said)} | _named_short(old_now, new)
     if _all_differ(old, new, old_now, new_vals, kept):
         return None  # every name, date and number differs: another meeting, invoice, person
-    novel = {f for f in fresh if not _said_within(f, old) and not _relative(f)}
+    novel = {f for f in fresh if not (has_han(f) and mentions(old, f)) and not _relative(f)}
     if still_cue(new) and kept and not novel and similarity >= NEAR_UPDATE:
         # "Still running around in the Kia Niro", "配药我还是去益丰": it holds as stored
         # (二院 of the stored 医大二院 and 老太太, whom it is for, are nothing new)
@@ -1507,18 +1507,18 @@ _SO = re.compile(
 )
 
 
-def _reason_and_result(body: str) -> tuple[str, str] | None:
-    """A statement's reason and what came of it: split at "so" (所以, 只好…), or in
-    Chinese without one at the first later clause that says something changed ("周日晚上
-    老是撞上婚礼收尾，跟嫲嫲讲好了，以后星期六下午过去陪她")."""
+def _reason_and_result(body: str) -> tuple[str, str, bool] | None:
+    """A statement's reason, what came of it, and whether a word says so: split at "so"
+    (所以, 只好…, True), or in Chinese without one at the first later clause that says
+    something changed ("周日晚上老是撞上婚礼收尾，跟嫲嫲讲好了，以后星期六下午过去陪她")."""
     parts = _SO.split(body, maxsplit=1)
     if len(parts) == 2:
-        return parts[0], parts[1]
+        return parts[0], parts[1], True
     if has_han(body):
         clauses = re.split(r"(?<=[，,；;])", body)
         at = next((i for i, clause in enumerate(clauses) if i and change_cue(clause)), None)
         if at is not None:
-            return "".join(clauses[:at]), "".join(clauses[at:])
+            return "".join(clauses[:at]), "".join(clauses[at:]), False
     return None
 
 
@@ -1545,13 +1545,11 @@ def _reason_then_value(new: str, kept: set[str], fresh: set[str]) -> bool:
     kept value of the new one's kind (a time for a time, a name for a name) is in the
     reason and none after it; a fresh one of that kind in the clause that says what came
     of it (a kept "今年冬天" beside 老孙 is when, not what was replaced)."""
-    body = unicodedata.normalize("NFKC", new)
-    parts = _reason_and_result(body)
+    parts = _reason_and_result(unicodedata.normalize("NFKC", new))
     if parts is None:
         return False
-    reason, result = parts
     # without a "so" only a name: "夏天晚上…人多，…，我们就拖到九点四十再关门" moves no 晚上
-    explicit = len(_SO.split(body, maxsplit=1)) == 2
+    reason, result, explicit = parts
     after = values(result, loose=True)
     # in Chinese only the clause of the change: "…，之后交给小陈了，阿凯晚上要去读夜校"
     said = (
@@ -1855,25 +1853,20 @@ def _same_type(fresh: set[str], kept: set[str]) -> bool:
     return bool({_kind(v) for v in fresh} & {_kind(v) for v in kept})
 
 
-def _said_within(value: str, text: str) -> bool:
-    """Is a Chinese value written inside the text (二院 of 医大二院)?"""
-    return has_han(value) and value in unicodedata.normalize("NFKC", text)
-
-
-def _relative(word: str) -> bool:
-    """A word for a relative, not a name (老太太, 我妈, 老爸; not 老周)."""
+def _relative(word: str, *, suffix: bool = False) -> bool:
+    """A word for a relative, not a name (老太太, 我妈, 老爸; not 老周); with `suffix`
+    also one with 公, 母 or 们 after it (亲家公, 亲家母, 爸妈们)."""
     bare = re.sub("^(?:我们|咱们|我|咱|俺|老)", "", word) if len(word) > 1 else word
+    if suffix:
+        bare = re.sub("(?<=..)[公母们]$", "", bare)
     return bare in RELATION_WORDS_ZH or word in RELATION_WORDS_ZH
 
 
 def _person_word(word: str) -> bool:
     """A word for a person (外婆, 老爸, 我弟, 亲家母, 导师, "mum", 老周): what a statement is
     of, not what it is about."""
-    bare = re.sub("^(?:我们|咱们|我|咱|俺|老)", "", word) if len(word) > 1 else word
-    bare = re.sub("(?<=..)[公母们]$", "", bare)  # 亲家公, 亲家母, 爸妈们
     return (
-        bare in RELATION_WORDS_ZH
-        or word in RELATION_WORDS_ZH
+        _relative(word, suffix=True)
         or word.lower() in RELATION_WORDS | _HOUSEHOLD
         or _kind(word) == "zh-person"
     )
