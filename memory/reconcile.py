@@ -60,7 +60,7 @@ _EN_CUE = re.compile(
     r"|got\s+rid\s+of|stopped|quit|transferr?(?:ed|ing)|relocated|again|new"
     r"|pushed\s+to|signed\s+up|went\s+with|going\s+with|hand(?:ed|s|ing)|passe[sd]|took\s+on|back\s+to"
     r"|actually|correction|I\s+meant|mixed\s+(?:it|them)\s+up|got\s+(?:it|that)\s+wrong"
-    r"|reassigned|rotated|promoted|renamed|rebooked|cancell?ed|instead|migrat(?:ed|ing)"
+    r"|put\s+(?:me|us|him|her|them)\s+down\s+for|reassigned|rotated|promoted|renamed|rebooked|cancell?ed|instead|migrat(?:ed|ing)"
     r"|stretch(?:ed)?|extended|renew(?:ed|ing)|shortened|reduced|increased|raised|lowered|bumped|cut\s+to"
     r"|went\s+(?:up|down)|these\s+days|nowadays|since\s+then|for\s+the\s+time\s+being"
     r"|for\s+a\s+while|temporarily|until\s+further\s+notice|covering|cover(?:s|ing)?\s+for"
@@ -90,7 +90,9 @@ _ZH_CUE = re.compile(
     # what came of something: "…，干脆每周星期二关门", "只好改装联通", "涨到1480", "又搬回306"
     r"|干脆|只好|那就|于是|涨到|涨了|降到|降了|加到|减到|升到|升职|升咗|调回|搬回|挪去|挪了"
     r"|推到|拖到|延到|延期到|顺延|被推|最后(?:还是|[定订选买换找去用租签改])|最终|定这儿|就定|跳槽|转头|不上了|不做了|不干了|被安排|被弄到|被排"
-    r"|开始走|入手了|(?<!自己)顶上|换地方|改装|之後|而家|又[^，。,]{0,3}(?:回|涨|降|换|改|搬)"
+    r"|开始走|入手了|(?<!自己)顶上|换地方|改装|之後|而家|又[^，。,]{0,3}(?:回|涨|降|换|改|搬|买)"
+    # a sum raised or lowered: "卫生管理费提到900块了" (not 提到 as "mentioned")
+    r"|提到(?=[\d一二两三四五六七八九十几百千万.]+(?:块|元|镑|刀|万|千|百|%|个点|成|倍))|提高到|上调|下调|调高|调低|涨价|降价|加价|新标准"
 )
 # a statement that something still holds: "still", 还是, 一直 (a restatement, not a change);
 # not a blocker or a complaint given as the reason for a change: "签证一直卡着，机票挪到三月了",
@@ -116,7 +118,7 @@ def still_cue(text: str) -> bool:
 
 _CORRECTION = re.compile(
     r"\b(?:got\s+(?:it|that|this)\s+wrong|I\s+meant|correction|mixed\s+(?:it|them|those)\s+up"
-    r"|misspoke|my\s+mistake|my\s+bad|scratch\s+that|not\s+(?:the\s+\w+\s+)?(?:what\s+)?I\s+"
+    r"|misspoke|my\s+mistake|my\s+bad|(?:scratch|scrap)\s+that|not\s+(?:the\s+\w+\s+)?(?:what\s+)?I\s+"
     r"(?:said|told\s+you)|I\s+was\s+wrong|(?:that|this)\s+(?:was|is)\s+wrong|I\s+misread"
     r"|misremembered|(?:I|I've|I'd)\s+(?:got\s+)?(?:confused|muddled)|typo|strike\s+that"
     r"|ignore\s+(?:that|what\s+I\s+(?:said|wrote))|wrong\s+(?:day|date|time|name|number|one))\b"
@@ -240,8 +242,9 @@ _EN_OLD: tuple[re.Pattern[str], ...] = (
         r"\b(?:sold|ditched|dropped|gave\s+up(?!\s+the\s+ghost)|given\s+up|got\s+rid\s+of|quit|cancell?ed"
         r"|stopped\s+(?:using|seeing|going\s+to|buying\s+from|shopping\s+at|ordering\s+from)"
         r"|ended(?!\s+up)|terminated|unsubscribed\s+from|left|moved\s+away\s+from|trad(?:ed|ing)\s+in)\s+"
-        # not a particle: "someone dropped out, so I've got my slot back"
-        r"(?!(?:out|off|in|by|back|away|over|behind)\b)"
+        # not a particle nor a pronoun: "someone dropped out, so I've got my slot back",
+        # "…at my old studio and I left them behind"
+        r"(?!(?:out|off|in|by|back|away|over|behind|them|it|him|her|us|me|you)\b)"
         r"(?:my\s+|our\s+|the\s+)?(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:!?()\u2014\u2013]+?)"
         r"(?:\s+(?:and|for|in\s+favou?r\s+of)\b|\s*(?:[,.;:!?()\u2014\u2013]|\s-\s|$))",
         re.I,
@@ -283,6 +286,7 @@ _GONE = (
     r"(?:met\s+its\s+end|broke(?:\s+down)?|died|stopped\s+working|gave\s+up\s+the\s+ghost"
     r"|(?:been|was|got|is)\s+(?:replaced|stolen|written\s+off|retired|discontinued)"
     r"|retired|left|quit|closed(?:\s+down)?|shut\s+down|moved\s+away|went\s+bust|stepped\s+down"
+    r"|lost\s+(?:its|their)\s+lease"
     # "Derek's had to step down", "Kestrel pulled out", "鑫达 shut its doors"
     r"|(?:has\s+|'s\s+)?had\s+to\s+(?:step\s+(?:down|back)|stop|quit|retire|pull\s+out|drop\s+out)"
     r"|stepped\s+back|pulled\s+out|dropped\s+out|(?:shut|closed)\s+(?:its|their|the)\s+doors"
@@ -313,6 +317,12 @@ _GONE = (
     r"|can(?:no|')t\s+make\s+it)\b"
 )
 _EN_GONE = re.compile(r"(?:^|(?<=[\s,;.(]))(?:(?:the|my|our)\s+)?" + _GONE_NAME + r"\s+" + _GONE)
+# a place named by its kind that closed: "The bookstore lost its lease in March, so …"
+_EN_PLACE_GONE = re.compile(
+    r"(?:^|(?<=[\s,;.(]))(?:[Tt]he|[Oo]ur|[Mm]y)\s+(?:old\s+)?(?P<old>[a-z]{4,})\s+"
+    r"(?:has\s+|had\s+|just\s+|finally\s+)*(?:closed(?:\s+down)?|shut\s+down|went\s+bust"
+    r"|(?:lost|losing)\s+(?:its|their)\s+lease|(?:shut|closed)\s+(?:its|their)\s+doors)\b"
+)
 # the value named between commas: "The woman who used to run Mum's building, Sandra,
 # retired last month"
 _EN_GONE_NAMED = re.compile(r"(?<=,\s)" + _GONE_NAME + r",\s+" + _GONE)
@@ -374,6 +384,7 @@ _ZH_NO_MORE = re.compile(r"(?:不再|不)(?:去|用|找|买|喝|坐|看)了$")
 ZH_PLACE_SUFFIXES = (
     "咖啡|宠物医院|医院|诊所|大药房|药房|药店|超市|银行|公司|健身房|幼儿园|小学|中学|大学|学校|酒店"
     "|餐厅|饭店|书店|花店|菜鸟驿站|驿站|中心|广场|大厦|养老院|护理院|敬老院|疗养院|培训班|俱乐部"
+    "|包装|印务|印刷厂|彩印|茶行|茶庄|茶厂|门诊|车行|物流|商行|酒吧|面馆|餐馆"
 )
 _ZH_NAMED_PLACE = re.compile(rf"[{HAN}]{{2,4}}?(?:{ZH_PLACE_SUFFIXES})")
 
@@ -473,7 +484,9 @@ def old_values(text: str) -> tuple[str, ...]:
     body = unicodedata.normalize("NFKC", text)
     found = [m.group("old") for pattern in _EN_OLD for m in pattern.finditer(body)]
     found += [
-        m.group("old") for pattern in (_EN_GONE, _EN_GONE_NAMED) for m in pattern.finditer(body)
+        m.group("old")
+        for pattern in (_EN_GONE, _EN_GONE_NAMED, _EN_PLACE_GONE)
+        for m in pattern.finditer(body)
     ]
     if _CHANGE_VERB.search(body) or _ZH_CUE.search(body):
         found += [m.group("old") for m in _EN_FROM_TO.finditer(body)]

@@ -45,6 +45,7 @@ from memory.reconcile import (
     owners,
     speaker,
     still_cue,
+    zh_digits,
 )
 from memory.text import HAN, STOP_WORDS, has_han, us_stem, zh_frequency, zh_words
 
@@ -148,12 +149,14 @@ _SURNAMES = (
 )
 _ZH_TITLED = re.compile(
     rf"(?:[{_SURNAMES}](?:老师|医生|大夫|阿姨|叔叔|师傅|教练|律师|经理|总|姐|哥|工|护士"
-    r"|大爷|大妈|大姐|大哥|大叔|大婶|主任|校长|会长|组长|队长|老板|班长)"
+    r"|大爷|大妈|大姐|大哥|大叔|大婶|主任|校长|会长|组长|队长|老板|班长|会计|技师|警官)"
     rf"|[小老][{_SURNAMES}])"
 )
 _ZH_DATE = re.compile(
     r"(?:\d{1,2}|[一二三四五六七八九十]{1,3})月(?:\d{1,2}|[一二三四五六七八九十]{1,3})[日号]"
-    r"|(?<![月\d一二三四五六七八九十])(?:\d{1,2}|[一二三四五六七八九十]{1,3})号"
+    # 每月五号 is a day as well (the month's 月 without a number before it)
+    r"|(?<![\d一二三四五六七八九十])(?<![\d一二三四五六七八九十]月)"
+    r"(?:\d{1,2}|[一二三四五六七八九十]{1,3})号"
 )
 # a month alone: 三月, 3月, 十一月底 (its day, when said, makes it a date above); written
 # with Chinese numerals, so 3月 and 三月 are one value
@@ -252,6 +255,7 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
         n = m.group("n").lstrip("0")
         found.add(_ZH_NUMERAL.get(n, n) + "月")
     found.discard("阿姨")
+    found -= ZH_RELATION_WORDS  # 孙子, 孙女 (jieba tags them names): whom, not a value
     for i, word in enumerate(latin):  # "two-week sprints", "three weeks": a number in words
         parts = word.lower().split("-")
         unit = parts[1] if len(parts) > 1 else (latin[i + 1].lower() if i + 1 < len(latin) else "")
@@ -732,7 +736,16 @@ def theirs(old: str, new: str) -> bool:
     return (
         someone_elses(old, new)
         or others_also(old, new)
-        or bool(_ZH_OTHERS_NEW.search(new) and not _ZH_OTHERS_NEW.search(old))
+        or (_others_group(new) and not _ZH_OTHERS_NEW.search(old))
+    )
+
+
+def _others_group(text: str) -> bool:
+    """Does a statement speak of another team or household (隔壁组…, 楼下老韩家的…)? Not
+    when that is where the value it names comes from ("…，是楼下老韩家的韩大哥")."""
+    return any(
+        not re.search("(?:是|成|由|找|请)$", text[: m.start()])
+        for m in _ZH_OTHERS_NEW.finditer(text)
     )
 
 
@@ -1387,7 +1400,7 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
         return None  # the colleague's, the other team's, "Carla 也换了…": not changed
     if framed_apart(old, new, strict=False):
         return None  # one more of the kind, another season's or use's: not the stored one
-    if PLAN.search(unicodedata.normalize("NFKC", new)):
+    if a_plan(new):
         return None  # "I'm planning to switch to …": a plan changes nothing yet
     t_old, t_new = topic(old), topic(new)
     shared, only_old, only_new = _overlap(t_old, t_new)
@@ -1407,7 +1420,18 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
     if _all_differ(old, new, old_now, new_vals, kept):
         return None  # every name, date and number differs: another meeting, invoice, person
     novel = {f for f in fresh if not (has_han(f) and mentions(old, f)) and not _relative(f)}
-    if still_cue(new) and kept and not novel and similarity >= NEAR_UPDATE:
+    # a name still held, with when something of it happened (新年款的样品…): nothing new
+    named_kept = any(not _timeish(k) for k in kept) and all(
+        _timeish(f) or _time_word(f) for f in novel
+    )
+    if still_cue(new) and kept and (not novel or named_kept) and similarity >= NEAR_UPDATE:
+        if dropped and _lets_go(old, new, dropped):
+            # "蒋师傅腰好了…还是交给他，就不去麻烦他徒弟了": back to the kept one, and
+            # the stored one's stand-in (他徒弟廖师傅) let go
+            return (
+                "update",
+                f"{', '.join(sorted(kept)[:2])} again, not {', '.join(sorted(dropped)[:2])}",
+            )
         # "Still running around in the Kia Niro", "配药我还是去益丰": it holds as stored
         # (二院 of the stored 医大二院 and 老太太, whom it is for, are nothing new)
         return "restatement", f"still {', '.join(sorted(kept)[:3])}"
@@ -1507,6 +1531,17 @@ _SO = re.compile(
 )
 
 
+def a_plan(text: str) -> bool:
+    """Does a statement only plan a change ("I'm planning to switch…", 打算换…)? Not when a
+    "so" says what came of someone else's wish ("酒吧老板想把星期五留给DJ，所以我们挪到星期六
+    晚上了"): then only what came of it counts."""
+    body = unicodedata.normalize("NFKC", text)
+    parts = _reason_and_result(body)
+    if parts is not None and parts[2]:
+        body = parts[1]
+    return bool(PLAN.search(body))
+
+
 def _reason_and_result(body: str) -> tuple[str, str, bool] | None:
     """A statement's reason, what came of it, and whether a word says so: split at "so"
     (所以, 只好…, True), or in Chinese without one at the first later clause that says
@@ -1563,7 +1598,12 @@ def _reason_then_value(new: str, kept: set[str], fresh: set[str]) -> bool:
     # without a "so", a two-character Chinese word of no known kind (过来, 晓雯) says
     # nothing of a kind ("…，最后买了博世的" still replaces 海尔)
     vague = set() if explicit else {n for n in taken | kept if _kind(n) == "zh"}
-    replaced = {k for k in kept - vague if _same_type({k}, times if _timeish(k) else names - vague)}
+    # a kept value said again after the "so" is kept, not replaced (晚上 of "…星期五留给DJ，
+    # 所以我们挪到星期六晚上了")
+    again = {k for k in kept if _known(k, said)}
+    replaced = {
+        k for k in kept - vague - again if _same_type({k}, times if _timeish(k) else names - vague)
+    }
     if not replaced and any(re.search(f"{_ZH_SWAP}{re.escape(f)}", result) for f in names):
         # "斯蒂尔那两台…老打不着火，我咬咬牙全换成富世华的了": what one switched to is of the
         # kind of what the reason blames, whatever their names' endings
@@ -1920,6 +1960,33 @@ def _named_short(stored: set[str] | frozenset[str], text: str) -> set[str]:
     return {v for v in stored if has_han(v) and len(v) >= 4 and v not in text and v[:2] in text}
 
 
+# a clause that lets someone or something go: "就不去麻烦他徒弟了", "no need to bother his
+# apprentice any more"
+_LET_GO = re.compile(
+    r"(?:不|没|别|甭)(?:再|用|去|找|麻烦|叫|喊|请|要)?[^，。,；;！!]{0,6}$"
+    r"|\b(?:no\s+(?:need|more)|not|n't|no\s+longer|stop(?:ped)?|won't)\b.*$",
+    re.IGNORECASE,
+)
+
+
+def _lets_go(old: str, new: str, dropped: set[str]) -> bool:
+    """Does `new` let go of a value the stored text held, named by the word the stored text
+    calls it (徒弟 of "他徒弟廖师傅", "apprentice" of "his apprentice Liam")?"""
+    for value in dropped:
+        at = old.find(value)
+        if at <= 0:
+            continue
+        before = old[:at].rstrip()
+        role = before[-2:] if has_han(value) else (before.split() or [""])[-1].lower()
+        if len(role) < 2 or (has_han(value) and not all(has_han(c) for c in role)):
+            continue
+        for clause in re.split(r"[，,；;。！？!?—]", unicodedata.normalize("NFKC", new)):
+            at_role = clause.lower().find(role)
+            if at_role > 0 and _LET_GO.search(clause[:at_role]):
+                return True
+    return False
+
+
 def _replaced(text: str) -> set[str]:
     return {w for value in old_values(text) for w in values(value, loose=True)}
 
@@ -1931,7 +1998,9 @@ def _known(value: str, among: frozenset[str] | set[str]) -> bool:
         return True
     if has_han(value):
         return any(len(v) >= 2 and (value in v or v in value) for v in among if has_han(v))
-    return False
+    # a brand said in the plural: "the Tinytags" of "it's Tinytag in the cases"
+    single = value.removesuffix("s")
+    return len(single) >= 4 and any(v.removesuffix("s") == single for v in among)
 
 
 # words that make another thing of a statement: its scope (a work phone is not the home
@@ -1952,7 +2021,9 @@ def _same_kind_of_thing(
 
 
 _SCOPE_USE = re.compile(
-    rf"\b(?:for|at|from|on|my|our|his|her|the)\s+(?:\w+\s+)?(?P<a>{'|'.join(_SCOPES)})\b"
+    # not "for solvent work" (what kind of work, not where it is for)
+    rf"\b(?:for|at|from|on|my|our|his|her|the)\s+(?:(?:my|our|his|her|their|the|a)\s+)?"
+    rf"(?P<a>{'|'.join(_SCOPES)})\b"
     rf"|\b(?P<b>{'|'.join(_SCOPES)})\s+(?!in\b|on\b|at\b|for\b|with\b|to\b|from\b|as\b"
     r"|things?\b|note\b|stuff\b|matters?\b|reminder\b|update\b|question\b)[a-z]{3,}",
     re.IGNORECASE,
@@ -2089,7 +2160,7 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     the nearest one about the same people, if it is close and clearly nearer than the
     next, shares a topic word or a value, and is no look-alike (every value different,
     one word of a name changed, another scope or context)."""
-    if not change_cue(new) or still_cue(new) or PLAN.search(unicodedata.normalize("NFKC", new)):
+    if not change_cue(new) or still_cue(new) or a_plan(new):
         return None  # "我在考虑下个月换到…": a plan changes nothing yet
     fitting = [
         (i, text, sim)
@@ -2104,7 +2175,13 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     floor = NEAR_CUE if has_han(old + new) else NEAR_CUE_LATIN
     # a next row as near is a rival only if it shares a topic word or a value with the
     # change ("仓库租金是我们家出六成" is no rival of "…八点太晚了…以后提前到七点半")
-    rivals = [near for _, text, near in fitting[1:] if _bears_on(text, new)]
+    # a route, size or floor both name, moved: only a row naming one of that unit rivals
+    units = _numbered(old).keys() & _numbered(new).keys() if _moved_number(old, new) else set()
+    rivals = [
+        near
+        for _, text, near in fitting[1:]
+        if _bears_on(text, new) and (not units or units & _numbered(text).keys())
+    ]
     if sim < floor or (rivals and sim - rivals[0] < NEAR_MARGIN):
         return None
     old_now = values(old) - _replaced(old)
@@ -2112,19 +2189,35 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     kept = old_now & values(new, loose=True)
     fresh = {v for v in new_vals if not _known(v, values(old, loose=True))}
     shared = _specific(_overlap(topic(old), topic(new))[0], old, new)
-    moved_floor = bool(_floors(old)) and bool(_floors(new)) and not _floors(old) & _floors(new)
+    moved_number = bool(units)
+    # a new job said of someone whose work the stored one tells: "儿子还在华为干着呢" /
+    # "儿子说他年前跳槽去比亚迪了"
+    new_job = bool(_JOB_CHANGE.search(new)) and bool(_AT_WORK.search(old))
     moved_rate = bool(_periods(old) & _periods(new)) and another_count(old, new)
+    moved_day = (
+        bool(_monthly_days(old))
+        and bool(_monthly_days(new))
+        and not (_monthly_days(old) & _monthly_days(new))
+    )
     # "…给我开了缬沙坦，原来那个就不吃了": the old one dropped is the nearest one's value,
     # if that is no one else's (not 我老婆她们单位的年会 for 原来那家订不上)
     dropped_old = bool(_DROPS_THE_OLD.search(unicodedata.normalize("NFKC", new))) and not (
         whose(old) - whose(new)
     )
-    evidence = shared or kept & kept_values(old, new, times=True) or moved_floor or moved_rate
+    evidence = (
+        shared
+        or kept & kept_values(old, new, times=True)
+        or moved_number
+        or new_job
+        or moved_rate
+        or moved_day
+    )
     if not (evidence or dropped_old) or not (fresh or old_now - kept):
         return None
     if sim < NEAR_CUE and not (kept or len(shared) >= 2):
         return None  # less near (English): one shared word ("for work") is too little
-    if _all_differ(old, new, old_now, new_vals, kept):
+    # a value written again inside a longer word counts as kept (校车 of 校车线路)
+    if _all_differ(old, new, old_now, new_vals, kept | kept_values(old, new)):
         return None
     if not kept and _one_persons_two_facts(shared, fresh, old_now, old, new):
         return None
@@ -2133,6 +2226,16 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     if other_of_kind(old, new, shared) or with_another(old, new) or another_time(old, new):
         return None
     return i
+
+
+_JOB_CHANGE = re.compile(
+    r"跳槽|换了?(?:份|个)?工作|辞职|离职|入职|\b(?:new\s+job|jumped\s+ship|took\s+a\s+job"
+    r"|(?:got|been)\s+hired\s+by|changed\s+jobs|handed\s+in\s+(?:his|her|their|my)\s+notice)\b",
+    re.IGNORECASE,
+)
+_AT_WORK = re.compile(
+    r"上班|工作|干着|做事|任职|打工|\b(?:works?|working|job|employed)\b", re.IGNORECASE
+)
 
 
 # the previous one said to be dropped, unnamed: 原来那个就不吃了, 之前那家不去了, "the old
@@ -2191,16 +2294,39 @@ _COUNTED = re.compile(
 _EN_FLOOR = re.compile(
     r"\b(\d{1,3})(?:st|nd|rd|th)\s+floor\b|\b(?:floor|level)\s+(\d{1,3})\b", re.IGNORECASE
 )
+# numbers that say their own slot, by unit: a bus route (8路, "route 46", "the 105 bus"), a
+# metro line (2号线), a shoe or clothes size (34码, "size 38")
+_NUMBERED = {
+    "route": re.compile(
+        r"(?<![\d.])(\d{1,3})路|\b(?:route|bus|line)\s+(?:no\.?\s*|number\s+)?(\d{1,3})\b"
+        r"|\bthe\s+(\d{1,3})\s+bus\b|(?<![\d.])(\d{1,2})号线",
+        re.IGNORECASE,
+    ),
+    "size": re.compile(r"(?<![\d.])(\d{1,2}(?:\.5)?)\s?码|\bsize\s+(\d{1,2}(?:\.5)?)\b", re.I),
+}
 
 
-def _floors(text: str) -> frozenset[str]:
-    """The floors a statement names (四楼, 12层, "the 6th floor", "level 3"): a value
-    that says its own slot, so a move from one to another needs no other shared word
-    (heldout55: "我们组坐在公司四楼" / "上周我们整个组被挪到了六楼")."""
+def _numbered(text: str) -> dict[str, frozenset[str]]:
+    """The floors (四楼, 12层, "the 6th floor", "level 3"), routes and sizes a statement
+    names, by unit: a value that says its own slot, so a move from one to another needs no
+    other shared word (heldout55: "我们组坐在公司四楼" / "上周我们整个组被挪到了六楼";
+    heldout96: "孙子孙女坐校车，是8路" / "…俩孩子得上红旗大街那个站坐15路")."""
     body = unicodedata.normalize("NFKC", text)
-    found = {m.group() for m in _ZH_FLOOR.finditer(body)}
-    found |= {m.group(1) or m.group(2) for m in _EN_FLOOR.finditer(body)}
-    return frozenset(found)
+    floors = {m.group() for m in _ZH_FLOOR.finditer(body)}
+    floors |= {m.group(1) or m.group(2) for m in _EN_FLOOR.finditer(body)}
+    found = {"floor": frozenset(floors)} if floors else {}
+    for unit, pattern in _NUMBERED.items():
+        numbers = {next(g for g in m.groups() if g) for m in pattern.finditer(body)}
+        if numbers:
+            found[unit] = frozenset(numbers)
+    return found
+
+
+def _moved_number(old: str, new: str) -> bool:
+    """Do both name a number of one unit (a floor, a route, a size), none the same?"""
+    a, b = _numbered(old), _numbered(new)
+    shared = a.keys() & b.keys()
+    return bool(shared) and all(not a[unit] & b[unit] for unit in shared)
 
 
 def _periods(text: str) -> frozenset[str]:
@@ -2213,6 +2339,22 @@ def _periods(text: str) -> frozenset[str]:
     return frozenset(_PERIOD_NAMES.get(p, p) for p in found)
 
 
+def _monthly_days(text: str) -> frozenset[str]:
+    """The day of each month a statement names (每月五号, "the 5th of every month"): a day
+    that says its own slot (heldout86: "每月五号之前我把我那份转给她" / "以后每月十号再转就行",
+    no other word shared)."""
+    body = zh_digits(unicodedata.normalize("NFKC", text))
+    found = {m.group(1) for m in _MONTHLY_ZH.finditer(body)}
+    found |= {m.group(1) or m.group(2) for m in _MONTHLY_EN.finditer(body)}
+    return frozenset(found)
+
+
+_MONTHLY_ZH = re.compile(r"每个?月的?(\d{1,2})[号日]")
+_MONTHLY_EN = re.compile(
+    r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(?:each|every|the)\s+month\b"
+    r"|\b(?:each|every)\s+month\s+on\s+the\s+(\d{1,2})(?:st|nd|rd|th)?\b",
+    re.IGNORECASE,
+)
 _PER_ZH = re.compile(r"(?:每|一)(?:个)?(?P<zh>周|星期|礼拜|月|天|年|小时|节课|节)")
 _PER_EN = re.compile(
     r"(?:a|an|per|each|every)\s+(?P<en>week|month|day|hour|year|lesson|session)", re.I
@@ -2412,9 +2554,23 @@ def _untimed_change_of_a_time(old: str, new: str) -> bool:
     held = values(old)
     return (
         bool(held)
-        and all(_time_kind(v) or _TIMEISH.search(v) for v in held)
+        and all(_time_kind(v) or _time_word(v) for v in held)
         and not _TIMEISH.search(unicodedata.normalize("NFKC", new))
     )
+
+
+def _time_word(value: str) -> bool:
+    """Is a value a word of time (月底, 冬天, 明年, "weekends")? A Chinese name with a
+    character of time inside (天竺山, 天文社, 周庄) is none."""
+    if not has_han(value):
+        return bool(_TIMEISH.search(value))
+    return _kind(value) == "zh-time" or bool(_ZH_TIME_WORD.search(value))
+
+
+_ZH_TIME_WORD = re.compile(
+    r"[年月日号点时节季期]$|[年月][底初中]|^[春夏秋冬][天季]|^[早中晚上下半]午|^[早晚]上"
+    r"|^[明今去前后]年|^[今明昨前后]天|放学|下班|饭后|星期|礼拜|^周"
+)
 
 
 # any word of time, loosely: a stored statement holding one may hold the time a change
@@ -2532,7 +2688,7 @@ def conflicting_change(new: str, candidates: list[tuple[str, float]]) -> int | N
     neither its parts nor the nearest one tell: the only one near enough to conflict with
     it (`near_conflict`: what recall would show second anyway), for the same use, time
     and scope. Not a plan, not one more of the kind; two fitting: a guess, None."""
-    if not change_cue(new) or still_cue(new) or PLAN.search(unicodedata.normalize("NFKC", new)):
+    if not change_cue(new) or still_cue(new) or a_plan(new):
         return None
     gone = old_values(new)
     fitting = [
