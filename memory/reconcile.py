@@ -92,6 +92,8 @@ _ZH_CUE = re.compile(
     r"|推到|拖到|延到|延期到|顺延|被推|最后(?:还是|[定订选买换找去用租签改])|最终|定这儿|就定|跳槽|转头|不上了|不做了|不干了|被安排|被弄到|被排"
     r"|开始走|入手了|(?<!自己)顶上|换地方|改装|之後|而家|又[^，。,]{0,3}(?:回|涨|降|换|改|搬|买)"
     # a sum raised or lowered: "卫生管理费提到900块了" (not 提到 as "mentioned")
+    # enrolled in another, or told to stop: "给孙子报了个轮滑", "主持那个课别上了"
+    r"|还是回到(?!家)|报了个|改报|别上了|别学了|不学了|别去了|这一?季(?:的|都|是|改|换)"
     r"|提到(?=[\d一二两三四五六七八九十几百千万.]+(?:块|元|镑|刀|万|千|百|%|个点|成|倍))|提高到|上调|下调|调高|调低|涨价|降价|加价|新标准"
 )
 # a statement that something still holds: "still", 还是, 一直 (a restatement, not a change);
@@ -102,7 +104,8 @@ _STILL = re.compile(
     r"|aren't|can't|couldn't|won't|doesn't|don't|didn't|closed|broken|sick|ill|down\b))"
     r"|as\s+before|as\s+always|unchanged|same\s+as\s+(?:before|ever)"
     r"|stick(?:ing)?\s+with|stay(?:ing)?\s+with|keep(?:ing)?\s+it|remains?|remained)\b"
-    r"|还是(?!偏|太|有点|有些|不太|不够|嫌|不行|不方便|不合适)"
+    # (还是回…吧 goes back to an earlier one: no "still")
+    r"|还是(?!偏|太|有点|有些|不太|不够|嫌|不行|不方便|不合适|回[^来家])"
     # (一直没动过 / 一直没变 still say it holds)
     r"|一直(?!卡|拖|没(?!再?[动变换改])|不|等|在等|排不|约不|联系不|打不|坏|病|咳|疼|痛)"
     r"|仍然|依然|没再?变|照旧|照样|还在(?!等|排|卡|拖|修)",

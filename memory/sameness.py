@@ -255,7 +255,6 @@ def values(text: str, *, loose: bool = False) -> frozenset[str]:
         n = m.group("n").lstrip("0")
         found.add(_ZH_NUMERAL.get(n, n) + "月")
     found.discard("阿姨")
-    found -= ZH_RELATION_WORDS  # 孙子, 孙女 (jieba tags them names): whom, not a value
     for i, word in enumerate(latin):  # "two-week sprints", "three weeks": a number in words
         parts = word.lower().split("-")
         unit = parts[1] if len(parts) > 1 else (latin[i + 1].lower() if i + 1 < len(latin) else "")
@@ -407,6 +406,8 @@ def same_people(old: str, new: str, old_values: frozenset[str] = frozenset()) ->
     a, b = _who(old), _who(new)
     if b is not None and (b in old_values or _names_relative(old, b)):
         b = None  # the stored value ("黄伟调去…"), or a common noun ("Fencing has been …")
+    if b is None and a not in (None, "me") and _of_another(a, old, new):
+        return False  # "Uncle Huang, Dad's old friend, has his cane …" / "…Dad's cane goes to …"
     if b is None and not _people(_main(new)) and not re.search(r"\b(?:I|my|we|our)\b|我", new):
         return True  # says whose by what it is about: "书法老师说…以后改到周日下午" (女儿的书法班)
     # whose it is, said in the main clause ("外婆上周转到了…，妈妈也放心一些" is 外婆's),
@@ -448,6 +449,19 @@ def same_people(old: str, new: str, old_values: frozenset[str] = frozenset()) ->
     return a is None or b is None or a == b or _we_with(old, new, a)
 
 
+def _of_another(who: str, old: str, new: str) -> bool:
+    """Is a new statement that names no subject of its own about someone else than the
+    person the stored one is about: it names another's thing (Dad's cane), never that
+    person, nor a pronoun for them?"""
+    own_new = one_person(owners(new))
+    return (
+        bool(own_new)
+        and who not in own_new
+        and not names_any(new, {who})
+        and not _PRONOUN.search(new)
+    )
+
+
 def _reported_of(old: str, new: str) -> str | None:
     """What a relative reports ("儿子讲高铁票改签了，妞妞要推迟…", "My son says Mia …"),
     when it names by name a person the stored statement introduces (孙女妞妞): the
@@ -457,8 +471,12 @@ def _reported_of(old: str, new: str) -> str | None:
     if said is None or said.group("who").lower() not in RELATION_WORDS | RELATION_WORDS_ZH:
         return None
     rest = body[said.end() :]
-    names = named_relations(old).values()
-    return rest if names_any(rest, set(names)) else None
+    # the stored one's relatives by name (孙女妞妞), or by the word (孙女), other than the
+    # reporter: "儿子打电话说，主持那个课别上了，让孙女礼拜天学编程"
+    names = set(named_relations(old).values()) | {
+        w for w in RELATION_WORDS_ZH if w in old and w in rest and w != said.group("who")
+    }
+    return rest if names_any(rest, names) else None
 
 
 def names_any(text: str, names: set[str] | frozenset[str]) -> bool:
@@ -782,8 +800,10 @@ _NAME_WHO = re.compile(
     r"^(?P<name>[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w-]*(?:\s+[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w-]*)?),\s+"
     r"(?:(?:(?:the|a|an)\s+(?:[a-z-]+\s+){1,2})?who\b"
     # or a person described between commas: "Gérard, the retired guy beside me …, has …"
-    r"|(?:the|a|an|my|our)\s+(?:[a-z-]+\s+){0,2}(?:guy|man|woman|lady|fellow|bloke|chap|girl"
-    r"|boy|lad|lass|student|neighbou?r|retiree)\b[^,.;!?]*,\s+[a-z])"
+    # or "Uncle Huang, Dad's old friend, has …"
+    r"|(?:the|a|an|my|our|[A-Z][a-z]+'s)\s+(?:[a-z-]+\s+){0,2}(?:guy|man|woman|lady|fellow|bloke"
+    r"|chap|girl|boy|lad|lass|student|neighbou?r|retiree|friend|mate|pal|colleague|classmate"
+    r"|teammate)\b[^,.;!?]*,\s+[a-z])"
 )
 _ZH_RELATION_NAME = re.compile(
     rf"^我(?:们)?的?(?P<rel>[{HAN}]{{2}})(?P<name>[{_SURNAMES}][{HAN}]{{1,2}}?)(?=现在|已经|在|是|住|的|也|还|，|,)"
@@ -1420,11 +1440,7 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
     if _all_differ(old, new, old_now, new_vals, kept):
         return None  # every name, date and number differs: another meeting, invoice, person
     novel = {f for f in fresh if not (has_han(f) and mentions(old, f)) and not _relative(f)}
-    # a name still held, with when something of it happened (新年款的样品…): nothing new
-    named_kept = any(not _timeish(k) for k in kept) and all(
-        _timeish(f) or _time_word(f) for f in novel
-    )
-    if still_cue(new) and kept and (not novel or named_kept) and similarity >= NEAR_UPDATE:
+    if still_cue(new) and kept and not novel and similarity >= NEAR_UPDATE:
         if dropped and _lets_go(old, new, dropped):
             # "蒋师傅腰好了…还是交给他，就不去麻烦他徒弟了": back to the kept one, and
             # the stored one's stand-in (他徒弟廖师傅) let go
