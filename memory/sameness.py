@@ -2205,7 +2205,7 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     kept = old_now & values(new, loose=True)
     fresh = {v for v in new_vals if not _known(v, values(old, loose=True))}
     shared = _specific(_overlap(topic(old), topic(new))[0], old, new)
-    moved_number = bool(units)
+    moved_number = bool(units) and not _sibling_thing(old, new)
     # a new job said of someone whose work the stored one tells: "儿子还在华为干着呢" /
     # "儿子说他年前跳槽去比亚迪了"
     new_job = bool(_JOB_CHANGE.search(new)) and bool(_AT_WORK.search(old))
@@ -2214,6 +2214,7 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
         bool(_monthly_days(old))
         and bool(_monthly_days(new))
         and not (_monthly_days(old) & _monthly_days(new))
+        and not _sibling_thing(old, new)
     )
     # "…给我开了缬沙坦，原来那个就不吃了": the old one dropped is the nearest one's value,
     # if that is no one else's (not 我老婆她们单位的年会 for 原来那家订不上)
@@ -2353,6 +2354,18 @@ def _periods(text: str) -> frozenset[str]:
     found = {m.group("zh") for m in _PER_ZH.finditer(body)}
     found |= {us_stem(m.group("en").lower()) for m in _PER_EN.finditer(body)}
     return frozenset(_PERIOD_NAMES.get(p, p) for p in found)
+
+
+def _sibling_thing(old: str, new: str) -> bool:
+    """Does the new statement name a thing of the stored one's kind that the stored one
+    does not (车贷 beside 房贷, 电费 beside 水费: one more ending alike)? Then a day or a
+    number moved is that thing's, not the stored one's."""
+    held = {w for w, _ in zh_words(old) if len(w) == 2 and has_han(w)}
+    return any(
+        any(h[-1] == w[-1] and h != w for h in held)
+        for w in topic(new)
+        if len(w) == 2 and has_han(w) and w not in old
+    )
 
 
 def _monthly_days(text: str) -> frozenset[str]:

@@ -2263,6 +2263,10 @@ def test_a_day_told_as_an_ordinal_is_its_number() -> None:
             "孙女礼拜天下午上小主持人的课，这丫头嘴皮子可溜了。",
             "儿子打电话说，主持那个课别上了，让孙女礼拜天学编程，说将来用得上。",
         ),
+        (  # heldout91 (session 32, written blind): back to the earlier day (还是回到)
+            "礼拜四生意太好了，舍不得关，以后档口改成礼拜一休息。",
+            "礼拜一巴刹那边很多摊都不开，试了一个月不行，还是回到礼拜四关门算了。",
+        ),
         (  # heldout100 (session 33, written blind): this season's supplier (这季)
             "我店里的铁观音主要是跟安溪感德的陈水生拿的，他家做茶做了三代，炭焙得很稳。",
             "今年春茶陈伯那边碰到倒春寒，减产减得厉害，店里这季的铁观音都是祥华的魏清泉在供。",
@@ -2328,6 +2332,8 @@ def test_the_scale_benchs_look_alike_meetings_stay_apart() -> None:
         # from scenario files other helpers wrote blind (heldout47, heldout28)
         "宏讯那边良率一直卡在90%上不去，下个批次起整机挪到惠州恒晟去做。",
         "老周这回量血压还是偏高，医生给他加了量，现在一天吃10毫克。",
+        # heldout98 (session 33): 还是回… goes back to an earlier one
+        "Golden Ox的牛腱子肥得不行，客人都说汤腻，还是回Hartley Meats拿货吧。",
     ],
 )
 def test_a_blocker_or_complaint_is_not_a_restatement(text: str) -> None:
