@@ -2192,7 +2192,7 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     # a next row as near is a rival only if it shares a topic word or a value with the
     # change ("仓库租金是我们家出六成" is no rival of "…八点太晚了…以后提前到七点半")
     # a route, size or floor both name, moved: only a row naming one of that unit rivals
-    units = _numbered(old).keys() & _numbered(new).keys() if _moved_number(old, new) else set()
+    units = _moved_units(old, new)
     rivals = [
         near
         for _, text, near in fitting[1:]
@@ -2339,11 +2339,12 @@ def _numbered(text: str) -> dict[str, frozenset[str]]:
     return found
 
 
-def _moved_number(old: str, new: str) -> bool:
-    """Do both name a number of one unit (a floor, a route, a size), none the same?"""
+def _moved_units(old: str, new: str) -> set[str]:
+    """The units (a floor, a route, a size) both name a number of, when none of those
+    numbers is the same; empty otherwise."""
     a, b = _numbered(old), _numbered(new)
     shared = a.keys() & b.keys()
-    return bool(shared) and all(not a[unit] & b[unit] for unit in shared)
+    return set(shared) if all(not a[unit] & b[unit] for unit in shared) else set()
 
 
 def _periods(text: str) -> frozenset[str]:
