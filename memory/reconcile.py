@@ -60,7 +60,8 @@ _EN_CUE = re.compile(
     r"|got\s+rid\s+of|stopped|quit|transferr?(?:ed|ing)|relocated|again|new"
     r"|pushed\s+to|signed\s+up|went\s+with|going\s+with|hand(?:ed|s|ing)|passe[sd]|took\s+on|back\s+to"
     r"|actually|correction|I\s+meant|mixed\s+(?:it|them)\s+up|got\s+(?:it|that)\s+wrong"
-    r"|put\s+(?:me|us|him|her|them)\s+down\s+for|reassigned|rotated|promoted|renamed|rebooked|cancell?ed|instead|migrat(?:ed|ing)"
+    r"|put\s+(?:me|us|him|her|them)\s+down\s+for"
+    r"|reassigned|rotated|promoted|renamed|rebooked|cancell?ed|instead|migrat(?:ed|ing)"
     r"|stretch(?:ed)?|extended|renew(?:ed|ing)|shortened|reduced|increased|raised|lowered|bumped|cut\s+to"
     r"|went\s+(?:up|down)|these\s+days|nowadays|since\s+then|for\s+the\s+time\s+being"
     r"|for\s+a\s+while|temporarily|until\s+further\s+notice|covering|cover(?:s|ing)?\s+for"
@@ -91,9 +92,10 @@ _ZH_CUE = re.compile(
     r"|干脆|只好|那就|于是|涨到|涨了|降到|降了|加到|减到|升到|升职|升咗|调回|搬回|挪去|挪了"
     r"|推到|拖到|延到|延期到|顺延|被推|最后(?:还是|[定订选买换找去用租签改])|最终|定这儿|就定|跳槽|转头|不上了|不做了|不干了|被安排|被弄到|被排"
     r"|开始走|入手了|(?<!自己)顶上|换地方|改装|之後|而家|又[^，。,]{0,3}(?:回|涨|降|换|改|搬|买)"
-    # a sum raised or lowered: "卫生管理费提到900块了" (not 提到 as "mentioned")
-    # enrolled in another, or told to stop: "给孙子报了个轮滑", "主持那个课别上了"
+    # back to an earlier one, enrolled in another, told to stop, this season's:
+    # "还是回到礼拜四关门", "给孙子报了个轮滑", "主持那个课别上了", "这季的铁观音…"
     r"|还是回到(?!家)|报了个|改报|别上了|别学了|不学了|别去了|这一?季(?:的|都|是|改|换)"
+    # a sum raised or lowered: "卫生管理费提到900块了" (not 提到 as "mentioned")
     r"|提到(?=[\d一二两三四五六七八九十几百千万.]+(?:块|元|镑|刀|万|千|百|%|个点|成|倍))|提高到|上调|下调|调高|调低|涨价|降价|加价|新标准"
 )
 # a statement that something still holds: "still", 还是, 一直 (a restatement, not a change);

@@ -2205,17 +2205,14 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     kept = old_now & values(new, loose=True)
     fresh = {v for v in new_vals if not _known(v, values(old, loose=True))}
     shared = _specific(_overlap(topic(old), topic(new))[0], old, new)
-    moved_number = bool(units) and not _sibling_thing(old, new)
+    sibling = _sibling_thing(old, new)
+    moved_number = bool(units) and not sibling
     # a new job said of someone whose work the stored one tells: "儿子还在华为干着呢" /
     # "儿子说他年前跳槽去比亚迪了"
     new_job = bool(_JOB_CHANGE.search(new)) and bool(_AT_WORK.search(old))
     moved_rate = bool(_periods(old) & _periods(new)) and another_count(old, new)
-    moved_day = (
-        bool(_monthly_days(old))
-        and bool(_monthly_days(new))
-        and not (_monthly_days(old) & _monthly_days(new))
-        and not _sibling_thing(old, new)
-    )
+    days_old, days_new = _monthly_days(old), _monthly_days(new)
+    moved_day = bool(days_old) and bool(days_new) and not days_old & days_new and not sibling
     # "…给我开了缬沙坦，原来那个就不吃了": the old one dropped is the nearest one's value,
     # if that is no one else's (not 我老婆她们单位的年会 for 原来那家订不上)
     dropped_old = bool(_DROPS_THE_OLD.search(unicodedata.normalize("NFKC", new))) and not (
@@ -2591,7 +2588,8 @@ def _untimed_change_of_a_time(old: str, new: str) -> bool:
 
 def _time_word(value: str) -> bool:
     """Is a value a word of time (月底, 冬天, 明年, "weekends")? A Chinese name with a
-    character of time inside (天竺山, 天文社, 周庄) is none."""
+    character of time inside (天竺山, 天文社) is none; one opening with 周 (周末, 周三, but
+    also the town 周庄) is read as one."""
     if not has_han(value):
         return bool(_TIMEISH.search(value))
     return _kind(value) == "zh-time" or bool(_ZH_TIME_WORD.search(value))
