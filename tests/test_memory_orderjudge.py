@@ -280,3 +280,27 @@ def test_on_a_scenario_someone_else_wrote_more_current_values_come_first() -> No
     assert with_judge["current_first"] >= 41
     assert len(with_judge["wrong_links"]) <= len(without["wrong_links"])  # reorders only
     assert with_judge["final_duplicates"] == without["final_duplicates"] == []
+
+
+def _sure(p: float, threshold: float = 0.62) -> OrderJudge:
+    """A judge that gives every pair the probability `p`."""
+    at, v = FEATURES.index("rank"), math.log(p / (1 - p))
+    tree = Tree((at, -2, -2), (100.0, -2.0, -2.0), (1, -1, -1), (2, -1, -1), (v, v, v))
+    return OrderJudge((tree,), base=0.0, rate=1.0, threshold=threshold)
+
+
+@pytest.mark.parametrize(("p", "taken"), [(0.8, True), (0.65, False)])
+def test_forgetting_by_a_question_takes_what_the_judge_is_sure_enough_of(
+    store: ConclusionStore, p: float, taken: bool
+) -> None:
+    """The older value goes with the forgotten one when the judge that moved the newer
+    row above it is at least `SURE_IN_PLACE` (0.7) sure; moved less surely, it stays."""
+    from memory.conclusions import SURE_IN_PLACE
+
+    assert SURE_IN_PLACE == 0.7
+    store.order_judge = _sure(p)
+    old, new = _missed(store, HEADSPACE, INSIGHT)
+    assert store.recall(MEDITATION, 1)[0].id == new.conclusion.id  # moved either way
+    done = [row.id for row in store.forget_with(new.conclusion.id, asked=MEDITATION)]
+    assert done == ([new.conclusion.id, old.id] if taken else [new.conclusion.id])
+    assert store.get(old.id).status == ("superseded" if taken else "active")
