@@ -7,6 +7,8 @@ and a judge learning only from those moved newer rows up when asked later (leave
 out over 44 files, at 0.7: +53 / −219 later questions). Over 52 files, left one file out:
 both kinds at 0.8 turn +35 / −0 steps and +18 / −14 later questions; the later ones alone
 at 0.7, session 19's choice, +28 / −0 and +20 / −18 (docs/BENCHMARKS.md, session 20).
+The shipped file's threshold is 0.62 (session 35: on 96 files +35 steps, −9 later
+questions against 0.7); pass `--threshold 0.62` to keep it when retraining.
 
 Input: the `--json --no-order-judge` reports of `bench/memory_updates.py` (one per
 scenario file), whose records carry each step's ranked hits, in the order recall's rules
