@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from judges import always_sure
+from judges import always_sure, sure
 
-from memory.conclusions import Conclusion, ConclusionStore, Remembered
+from memory.conclusions import SURE_IN_PLACE, Conclusion, ConclusionStore, Remembered
 from memory.orderjudge import FEATURES, WEIGHTS, OrderJudge, Recalled, order_features
 from memory.pairjudge import Tree
 
@@ -282,25 +282,37 @@ def test_on_a_scenario_someone_else_wrote_more_current_values_come_first() -> No
     assert with_judge["final_duplicates"] == without["final_duplicates"] == []
 
 
-def _sure(p: float, threshold: float = 0.62) -> OrderJudge:
-    """A judge that gives every pair the probability `p`."""
-    at, v = FEATURES.index("rank"), math.log(p / (1 - p))
-    tree = Tree((at, -2, -2), (100.0, -2.0, -2.0), (1, -1, -1), (2, -1, -1), (v, v, v))
-    return OrderJudge((tree,), base=0.0, rate=1.0, threshold=threshold)
-
-
 @pytest.mark.parametrize(("p", "taken"), [(0.8, True), (0.65, False)])
 def test_forgetting_by_a_question_takes_what_the_judge_is_sure_enough_of(
     store: ConclusionStore, p: float, taken: bool
 ) -> None:
     """The older value goes with the forgotten one when the judge that moved the newer
     row above it is at least `SURE_IN_PLACE` (0.7) sure; moved less surely, it stays."""
-    from memory.conclusions import SURE_IN_PLACE
-
     assert SURE_IN_PLACE == 0.7
-    store.order_judge = _sure(p)
+    store.order_judge = sure(p)
     old, new = _missed(store, HEADSPACE, INSIGHT)
     assert store.recall(MEDITATION, 1)[0].id == new.conclusion.id  # moved either way
     done = [row.id for row in store.forget_with(new.conclusion.id, asked=MEDITATION)]
     assert done == ([new.conclusion.id, old.id] if taken else [new.conclusion.id])
     assert store.get(old.id).status == ("superseded" if taken else "active")
+
+
+def test_forgetting_a_sons_allowance_leaves_the_nephews(judged: ConclusionStore) -> None:
+    """heldout89 (a helper's words, written blind): the son's pocket money, the nephew's
+    beside it, the son's raised; forgetting the son's by its question takes his older
+    value at most, never the nephew's. (In the full scenario, a forget taking every row
+    the shipped judge moved, p >= 0.62, took the nephew's, session 35; in this small store
+    the judge does not move it, so this holds the outcome, not the 0.7 itself: the test
+    above does.)"""
+    store = judged
+    son = store.remember("儿子上高二了，一周给他120块零花钱，吃饭另算。").conclusion
+    nephew = store.remember("我姐家外甥跟我儿子同岁，我姐一周只给他五十，那孩子老上我这儿诉苦。")
+    raised = store.remember("这小子期末一下子进步了一百多名，说好的奖励得兑现，以后一周180块。")
+    asked = "儿子每礼拜的零花钱给多少？"
+    gone = {row.id for row in store.forget_with(raised.conclusion.id, asked=asked)}
+    assert raised.conclusion.id in gone and nephew.conclusion.id not in gone
+    assert store.get(nephew.conclusion.id).status == "active"
+    assert "五十" in store.recall("外甥一周能拿多少零花钱？", 1)[0].text
+    texts = [row.text for row in store.recall(asked, 5)]
+    assert not any("180块" in t for t in texts)
+    assert son.id in gone or raised.action == "superseded"  # the older value went too
