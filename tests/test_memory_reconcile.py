@@ -1421,6 +1421,33 @@ def test_the_newer_of_two_near_rows_goes_first_when_its_vectors_say_so() -> None
     assert older.conflicts_with == "c_new"
 
 
+def test_a_near_row_the_question_hardly_matches_does_not_go_first() -> None:
+    """Two near rows, the question far nearer the older one: the newer is likelier
+    another fact of the kind (a colleague's shifts) than the older's new value."""
+    near = {("c_old", "c_new"): 0.93, ("c_new", "c_old"): 0.93}
+
+    def rows(asked_old: float, asked_new: float) -> list[Conclusion]:
+        older = _row(
+            "c_old", "My evening shifts at the clinic are on Monday and Tuesday.", None, 1, 1.2
+        )
+        newer = _row(
+            "c_new",
+            "The clinic rota was rearranged, so it's Thursday and Friday evenings for me.",
+            None,
+            2,
+            0.9,
+        )
+        older.similarity, newer.similarity = asked_old, asked_new
+        return [older, newer]
+
+    apart = _ordered(rows(0.91, 0.80), None, near)
+    assert [c.id for c in apart] == ["c_old", "c_new"]
+    assert apart[0].conflicts_with is None
+    close = _ordered(rows(0.91, 0.87), None, near)
+    assert [c.id for c in close] == ["c_new", "c_old"]
+    assert close[1].conflicts_with == "c_new"
+
+
 def test_a_missed_change_still_answers_with_the_newer_row(
     store: ConclusionStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
