@@ -2082,8 +2082,9 @@ def _conflict(
     """Do two active rows state values of one thing (so only the newer can hold)? The
     same subject; or the newer names the older's value as replaced; or the newer says
     it changed something and both are about the same people with the same topic; or the
-    two are as near as one frame with another value, by the same people, and nothing
-    marks the newer as another one of the kind (`near_conflict`)."""
+    two are as near as one frame with another value, by the same people, nothing marks
+    the newer as another one of the kind (`near_conflict`), and the question was not far
+    nearer the older (`_asked_of_older`)."""
     if old_keys & new_keys:
         return True
     if (

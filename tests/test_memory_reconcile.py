@@ -1404,7 +1404,8 @@ def test_two_rows_near_enough_to_conflict(old: str, new: str, conflict: bool) ->
     assert near_conflict(old, new, NEAR_CONFLICT_LATIN - 0.05) is False  # not near enough
 
 
-def test_the_newer_of_two_near_rows_goes_first_when_its_vectors_say_so() -> None:
+def _two_shift_rows() -> tuple[Conclusion, Conclusion]:
+    """Two values of one fact, the second worded apart from the first (a missed update)."""
     older = _row(
         "c_old", "My evening shifts at the clinic are on Monday and Tuesday.", None, 1, 1.2
     )
@@ -1415,6 +1416,11 @@ def test_the_newer_of_two_near_rows_goes_first_when_its_vectors_say_so() -> None
         2,
         0.9,
     )
+    return older, newer
+
+
+def test_the_newer_of_two_near_rows_goes_first_when_its_vectors_say_so() -> None:
+    older, newer = _two_shift_rows()
     assert [c.id for c in _ordered([older, newer], None)] == ["c_old", "c_new"]
     near = {("c_old", "c_new"): 0.93, ("c_new", "c_old"): 0.93}
     assert [c.id for c in _ordered([older, newer], None, near)] == ["c_new", "c_old"]
@@ -1427,16 +1433,7 @@ def test_a_near_row_the_question_hardly_matches_does_not_go_first() -> None:
     near = {("c_old", "c_new"): 0.93, ("c_new", "c_old"): 0.93}
 
     def rows(asked_old: float, asked_new: float) -> list[Conclusion]:
-        older = _row(
-            "c_old", "My evening shifts at the clinic are on Monday and Tuesday.", None, 1, 1.2
-        )
-        newer = _row(
-            "c_new",
-            "The clinic rota was rearranged, so it's Thursday and Friday evenings for me.",
-            None,
-            2,
-            0.9,
-        )
+        older, newer = _two_shift_rows()
         older.similarity, newer.similarity = asked_old, asked_new
         return [older, newer]
 
@@ -1446,6 +1443,47 @@ def test_a_near_row_the_question_hardly_matches_does_not_go_first() -> None:
     close = _ordered(rows(0.91, 0.87), None, near)
     assert [c.id for c in close] == ["c_new", "c_old"]
     assert close[1].conflicts_with == "c_new"
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "question"),
+    [
+        (  # bench/scenarios/heldout80_s29_d.yaml (written blind): a colleague's agency
+            "The agency who send me English-speaking groups is Silk Road Trails, and my "
+            "contact person there is Megan.",
+            "Lily get her groups from a different agency, Panda Journeys, and the person she "
+            "deal with there is Priya.",
+            "Who do I talk to at the English tour agency?",
+        ),
+        (  # bench/scenarios/heldout32_s17_c.yaml (written blind): another team's nets
+            "Ruth, who coaches the boys' under-15s at the same club, has her lot in the nets "
+            "on Monday nights.",
+            "The club's confirmed Wednesday nets for the girls right through to the end of "
+            "the season.",
+            "When does Ruth's boys' under-15 team practise?",
+        ),
+        (  # bench/scenarios/heldout78_s29_b.yaml (written blind): the price, not the contact
+            "Our distributor in the Netherlands is GreenNest BV, and the person I deal with "
+            "there is Marieke de Vries - lovely, but slow to reply.",
+            "Since the mould came in cheaper than expected, I told GreenNest we can do USD "
+            "17.20 per unit.",
+            "Who's my contact person at the Dutch distributor?",
+        ),
+    ],
+)
+def test_a_look_alike_the_question_is_not_about_stays_below(
+    store: ConclusionStore, older: str, newer: str, question: str
+) -> None:
+    """Scenario lines written by others, through the real store and embedder: the two
+    rows are near enough for recall's near-conflict move, but the question is plainly
+    about the older one, so the newer (another person's or another thing's fact) stays
+    second and the older is not marked as replaced."""
+    first = store.remember(older, now=1000.0).conclusion
+    second = store.remember(newer, now=2000.0)
+    assert second.action == "created"
+    found = store.recall(question, 3)
+    assert found[0].id == first.id
+    assert found[0].conflicts_with is None
 
 
 def test_a_missed_change_still_answers_with_the_newer_row(
