@@ -101,6 +101,7 @@ from memory.sameness import (
     value_held_elsewhere,
     values,
     whose,
+    whose_not_by_name,
 )
 from memory.text import HAN, STOP_WORDS, has_han, stem, zh_words
 
@@ -468,7 +469,18 @@ class ConclusionStore:
         current = [row.id for row in found if row.status == "active"]
         mutual = self.index.mutual(current) if len(current) > 1 else {}
         ours = self._speakers_chains(found)
-        ordered = _ordered(_speaker_first(found, query, reach, ours), asked, mutual)[:k]
+        # a question about the speaker alone: no look-alike worded as someone else's
+        # (by a word for whom, not a name that may be the new value) jumps above the
+        # speaker's own row as its newer value
+        whom, about = _asked_about(found, query, ours)
+        own = {c.id for c in about}
+        others = (
+            {c.id for c in found if c.id not in own and whose_not_by_name(c.text)}
+            if whom == "speaker"
+            else set()
+        )
+        first = _speaker_first(found, query, reach, ours, (whom, about))
+        ordered = _ordered(first, asked, mutual, others)[:k]
         ordered = self._reordered(query, ordered, mutual) if inherit else ordered
         return _kind_first(ordered[:wanted], query)
 
@@ -1888,18 +1900,14 @@ def _may_be_of(keys: set[str], old: Conclusion) -> bool:
     return not latin or any(stem(w) in said for key in latin for w in key.split())
 
 
-def _speaker_first(
-    found: list[Conclusion],
-    query: str,
-    reach: dict[str, float],
-    ours: frozenset[str] | set[str] = frozenset(),
-) -> list[Conclusion]:
-    """Rows about whom a question asks go first: a question about the speaker ("what
-    car do I drive?", no one else named) before rows about other people ("my sister
-    drives a Fiat"); a question about someone ("who cuts Tom's hair?") before rows
-    about anyone else. Only rows about as near the question as the nearest one
-    (`SPEAKER_MARGIN`; `reach`: a row's or its replaced rows' similarity) move: whose a
-    row is says nothing of whether it answers."""
+def _asked_about(
+    found: list[Conclusion], query: str, ours: frozenset[str] | set[str] = frozenset()
+) -> tuple[str, list[Conclusion]]:
+    """Whom a question asks about and the found rows about them: "person" for a question
+    about someone ("who cuts Tom's hair?") with the rows about them, "speaker" for one about
+    the speaker alone ("what car do I drive?", no one else named) with the rows that are
+    not worded as someone else's (`ours`: rows worded so whose chain began as the
+    speaker's), "" for a question about no one, with no rows."""
     asked = owners(query) or (identifiers(query) & {o for c in found for o in owners(c.text)})
     if asked:  # "who cuts Tom's hair?", "what number do I dial to reach Igor Brandt?"
         # and the rows naming the asked relative by name ("Our son Haohao lives in
@@ -1908,12 +1916,31 @@ def _speaker_first(
         # a person asked by name is about the rows naming them, whoever the grammar makes
         # them ("Hannah, the engineer I share the jobs with, uses … for her PI")
         names |= {a for a in asked if a.isascii() and a not in RELATION_WORDS}
-        about = [c for c in found if speakers_own(c.text) & asked or names_any(c.text, names)]
-    elif named := _zh_asked_name(query):
-        about = [c for c in found if names_any(c.text, named)]  # 晓晓的自救培训是哪天？
-    elif _FIRST_PERSON.search(query):
-        about = [c for c in found if not whose(c.text) or c.id in ours]
-    else:
+        return "person", [
+            c for c in found if speakers_own(c.text) & asked or names_any(c.text, names)
+        ]
+    if named := _zh_asked_name(query):
+        return "person", [c for c in found if names_any(c.text, named)]  # 晓晓的自救培训是哪天？
+    if _FIRST_PERSON.search(query):
+        return "speaker", [c for c in found if not whose(c.text) or c.id in ours]
+    return "", []
+
+
+def _speaker_first(
+    found: list[Conclusion],
+    query: str,
+    reach: dict[str, float],
+    ours: frozenset[str] | set[str] = frozenset(),
+    asked: tuple[str, list[Conclusion]] | None = None,
+) -> list[Conclusion]:
+    """Rows about whom a question asks go first (`_asked_about`, or `asked` when recall
+    has read it already): a question about the speaker ("what car do I drive?") before
+    rows about other people ("my sister drives a Fiat"); a question about someone ("who
+    cuts Tom's hair?") before rows about anyone else. Only rows about as near the
+    question as the nearest one (`SPEAKER_MARGIN`; `reach`: a row's or its replaced
+    rows' similarity) move: whose a row is says nothing of whether it answers."""
+    whom, about = asked or _asked_about(found, query, ours)
+    if not whom:
         return found
     best = max((reach.get(c.id, 0.0) for c in found), default=0.0)
     # the best match by its words alone (invoice 63330) has no similarity to judge by
@@ -2015,6 +2042,7 @@ def _ordered(
     found: list[Conclusion],
     asked: str | None,
     mutual: dict[tuple[str, str], float] | None = None,
+    others: set[str] | frozenset[str] = frozenset(),
 ) -> list[Conclusion]:
     """Recall hits in the order to show them. A question about one subject ("where do I
     live?") gets the rows about that subject first, the active one before its history.
@@ -2041,7 +2069,7 @@ def _ordered(
             for j in order[pos + 1 :]
             if found[j].valid_from > found[i].valid_from
             and found[i].status == found[j].status == "active"
-            and _conflict(found[i], found[j], keys[i], keys[j], mutual)
+            and _conflict(found[i], found[j], keys[i], keys[j], mutual, others)
         ]
         if newer:
             j = max(newer, key=lambda n: found[n].valid_from)
@@ -2066,7 +2094,7 @@ def _ordered(
                 a.conflicts_with is None
                 and a.status == b.status == "active"
                 and b.valid_from > a.valid_from
-                and _conflict(a, b, keys[i], keys[j], mutual)
+                and _conflict(a, b, keys[i], keys[j], mutual, others)
             ):
                 a.conflicts_with = b.id
     return [found[i] for i in order]
@@ -2078,19 +2106,23 @@ def _conflict(
     old_keys: set[str],
     new_keys: set[str],
     mutual: dict[tuple[str, str], float] | None = None,
+    others: set[str] | frozenset[str] = frozenset(),
 ) -> bool:
     """Do two active rows state values of one thing (so only the newer can hold)? The
     same subject; or the newer names the older's value as replaced; or the newer says
     it changed something and both are about the same people with the same topic; or the
     two are as near as one frame with another value, by the same people, nothing marks
-    the newer as another one of the kind (`near_conflict`), and the question was not far
-    nearer the older (`_asked_of_older`)."""
+    the newer as another one of the kind (`near_conflict`), the question was not far
+    nearer the older (`_asked_of_older`), and, for a question about the speaker alone,
+    the newer is not worded as someone else's while the older is the speaker's (`others`:
+    such rows' ids, `_asked_about`)."""
     if old_keys & new_keys:
         return True
     if (
         mutual
         and near_conflict(old.text, new.text, mutual.get((old.id, new.id), 0.0))
         and not _asked_of_older(old, new)
+        and not (new.id in others and old.id not in others)
     ):
         return True
     if old_keys and new_keys:

@@ -979,6 +979,23 @@ def whose(text: str) -> frozenset[str]:
     return _people(head) | ({friend.group("rel").lower()} if friend else set())
 
 
+def whose_not_by_name(text: str) -> frozenset[str]:
+    """`whose` without the Chinese names read off "X的…" alone: 崔晓明 of "出口的手续俺现在
+    交给崔晓明的公司办了" is the new value, not whose the fact is (nor is 龙岗, a district,
+    of "网关是龙岗的科盛在做"). Words for whom (我姐姐, 他们, 隔壁, "my mate", "Tom's") stay."""
+    kin = owners(text)
+    unlike = _ZH_UNLIKE_ME.match(unicodedata.normalize("NFKC", text))
+    return frozenset(
+        who
+        for who in whose(text)
+        if not has_han(who)
+        or who in kin
+        or who in _ZH_OTHERS
+        or re.search("(?:隔壁|邻居|对门)", who)
+        or (unlike is not None and unlike.group("name") == who)
+    )
+
+
 # a friend by name, in words that are no relation word (a question's "my climbing buddy"
 # is a role): "My mate Donna from uni works on neonatal"
 _FRIEND_NAMED = re.compile(

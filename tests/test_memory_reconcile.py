@@ -18,7 +18,7 @@ from fake_openai import calls, completion, delay
 
 from assistant.app import Assistant
 from assistant.config import load_settings
-from memory.conclusions import Conclusion, ConclusionStore, _ordered
+from memory.conclusions import Conclusion, ConclusionStore, _asked_about, _ordered
 from memory.reconcile import (
     Known,
     canonical_subject,
@@ -1445,6 +1445,22 @@ def test_a_near_row_the_question_hardly_matches_does_not_go_first() -> None:
     assert close[1].conflicts_with == "c_new"
 
 
+def test_a_near_row_worded_as_someone_elses_does_not_go_above_the_speakers() -> None:
+    """For a question about the speaker alone, recall passes the ids of the rows worded
+    as someone else's (`others`): such a newer row, however near, is no new value of the
+    speaker's row; a newer row of the speaker's own still goes first."""
+    near = {("c_old", "c_new"): 0.93, ("c_new", "c_old"): 0.93}
+    older, newer = _two_shift_rows()
+    kept = _ordered([older, newer], None, near, {"c_new"})
+    assert [c.id for c in kept] == ["c_old", "c_new"]
+    assert kept[0].conflicts_with is None
+    older, newer = _two_shift_rows()
+    moved = _ordered([older, newer], None, near, {"c_other"})
+    assert [c.id for c in moved] == ["c_new", "c_old"]
+    assert _asked_about([older, newer], "When are my evening shifts?")[0] == "speaker"
+    assert _asked_about([older, newer], "When are my sister's evening shifts?")[0] == "person"
+
+
 @pytest.mark.parametrize(
     ("older", "newer", "question"),
     [
@@ -1478,6 +1494,44 @@ def test_a_look_alike_the_question_is_not_about_stays_below(
     rows are near enough for recall's near-conflict move, but the question is plainly
     about the older one, so the newer (another person's or another thing's fact) stays
     second and the older is not marked as replaced."""
+    first = store.remember(older, now=1000.0).conclusion
+    second = store.remember(newer, now=2000.0)
+    assert second.action == "created"
+    found = store.recall(question, 3)
+    assert found[0].id == first.id
+    assert found[0].conflicts_with is None
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "question"),
+    [
+        (  # bench/scenarios/heldout77_s29_a.yaml (written blind): a friend's ward
+            "Ah no, ignore that, I'm half asleep — we got moved over to the new building in "
+            "March, so it's Ward 6C now; 4B's the step-down unit these days.",
+            "My mate Donna from uni works at the same hospital but she's on neonatal, Ward "
+            "3A, so we sometimes grab a brew together at four in the morning.",
+            "What's the ward I'm based on?",
+        ),
+        (  # bench/scenarios/heldout73_s28_a.yaml (written blind): a friend's mastering
+            "The folk records get mastered by Tommy Lau in Guangzhou, I just send him the "
+            "stereo bounces and he does his thing.",
+            "My mate Dawei, who also freelances out of Chengdu, sends all his masters to "
+            "Rita Feng instead.",
+            "Who does the mastering on my folk band projects?",
+        ),
+        (  # bench/scenarios/heldout78_s29_b.yaml (written blind): another start-up's contact
+            "天使轮这边，启岸资本对接我们的是投资经理许蔓，有啥事先找她",
+            "同一个孵化器做智能门锁的老周他们也拿了启岸的钱，不过他们的对接人是庞洁",
+            "启岸那边是谁在跟我们这个项目？",
+        ),
+    ],
+)
+def test_someone_elses_newer_look_alike_does_not_replace_the_speakers_own(
+    store: ConclusionStore, older: str, newer: str, question: str
+) -> None:
+    """Scenario lines written by others, through the real store and embedder: a newer
+    row worded as someone else's is near the speaker's own, but a question about the
+    speaker alone keeps the speaker's row first and does not mark it as replaced."""
     first = store.remember(older, now=1000.0).conclusion
     second = store.remember(newer, now=2000.0)
     assert second.action == "created"
