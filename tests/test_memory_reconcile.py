@@ -3066,3 +3066,20 @@ def test_a_latin_name_in_a_chinese_statement_names_the_relative() -> None:
     assert named_relations("孙女妞妞放暑假要来桂林住一阵。") == {"孙女": "妞妞"}
     assert names_any("下个月Kiprono去蔚来上班", {"kiprono"})
     assert not names_any("Kipronos are a kind of bird", {"kiprono"})
+
+
+@pytest.mark.parametrize(
+    ("text", "whose_it_is"),
+    [
+        ("My mate Donna from uni works at the same hospital, on neonatal.", {"mate"}),
+        ("我姐姐家的金毛看的是林医生。", {"姐姐"}),
+        ("同一个孵化器的老周他们也拿了启岸的钱，不过他们的对接人是庞洁", {"他们"}),
+        # the name is the new value (the agent now handling exports), not whose it is
+        ("刘海涛那边回消息老是慢，出口的手续俺现在交给崔晓明的公司办了。", set()),
+        ("I drive a blue Skoda Octavia.", set()),
+    ],
+)
+def test_whose_a_row_is_by_a_word_for_whom(text: str, whose_it_is: set[str]) -> None:
+    from memory.sameness import whose_not_by_name
+
+    assert whose_not_by_name(text) == whose_it_is
