@@ -1904,10 +1904,10 @@ def _asked_about(
     found: list[Conclusion], query: str, ours: frozenset[str] | set[str] = frozenset()
 ) -> tuple[str, list[Conclusion]]:
     """Whom a question asks about and the found rows about them: "person" for a question
-    about someone ("who cuts Tom's hair?") with the rows about them, "speaker" for one about
-    the speaker alone ("what car do I drive?", no one else named) with the rows that are
-    not worded as someone else's (`ours`: rows worded so whose chain began as the
-    speaker's), "" for a question about no one, with no rows."""
+    about someone ("who cuts Tom's hair?") with the rows about them; "speaker" for one about
+    the speaker alone ("what car do I drive?", no one else named) with the rows not worded
+    as someone else's, and those in `ours` (worded as someone else's on a chain that began
+    as the speaker's); "" for a question about no one, with no rows."""
     asked = owners(query) or (identifiers(query) & {o for c in found for o in owners(c.text)})
     if asked:  # "who cuts Tom's hair?", "what number do I dial to reach Igor Brandt?"
         # and the rows naming the asked relative by name ("Our son Haohao lives in
