@@ -603,7 +603,7 @@ def _people(text: str) -> frozenset[str]:
         ):
             continue  # "我们一直用斯蒂尔的，…": the brand used, not 斯蒂尔's thing
         person = flag in ("nr", "nrfg", "nrt") or _ZH_TITLED.fullmatch(word)
-        if person or word in _ZH_OTHERS or re.search("(?:隔壁|邻居|对门)", word):
+        if person or word in _ZH_OTHERS or _ZH_NEIGHBOUR.search(word):
             found.add(word)
     return frozenset(found)
 
@@ -777,6 +777,7 @@ _GROUP_THEIR = re.compile(
     re.IGNORECASE,
 )
 # whose a thing is, in Chinese, when it is not the speaker's
+_ZH_NEIGHBOUR = re.compile("隔壁|邻居|对门")  # 隔壁李阿姨家的…, 邻居家的…: someone else's
 _ZH_OTHERS = frozenset("隔壁 邻居 对门 隔壁组 别的组 其他组 他们 她们 人家".split())  # noqa: SIM905
 
 
@@ -991,7 +992,7 @@ def whose_not_by_name(text: str) -> frozenset[str]:
         if not has_han(who)
         or who in kin
         or who in _ZH_OTHERS
-        or re.search("(?:隔壁|邻居|对门)", who)
+        or _ZH_NEIGHBOUR.search(who)
         or (unlike is not None and unlike.group("name") == who)
     )
 

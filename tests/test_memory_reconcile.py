@@ -1464,74 +1464,64 @@ def test_a_near_row_worded_as_someone_elses_does_not_go_above_the_speakers() -> 
 @pytest.mark.parametrize(
     ("older", "newer", "question"),
     [
-        (  # bench/scenarios/heldout80_s29_d.yaml (written blind): a colleague's agency
+        # the question is plainly about the older row (`NEAR_QUESTION_GAP`)
+        pytest.param(  # bench/scenarios/heldout80_s29_d.yaml (written blind): a colleague's agency
             "The agency who send me English-speaking groups is Silk Road Trails, and my "
             "contact person there is Megan.",
             "Lily get her groups from a different agency, Panda Journeys, and the person she "
             "deal with there is Priya.",
             "Who do I talk to at the English tour agency?",
+            id="question-gap-1",
         ),
-        (  # bench/scenarios/heldout32_s17_c.yaml (written blind): another team's nets
+        pytest.param(  # bench/scenarios/heldout32_s17_c.yaml (written blind): another team's nets
             "Ruth, who coaches the boys' under-15s at the same club, has her lot in the nets "
             "on Monday nights.",
             "The club's confirmed Wednesday nets for the girls right through to the end of "
             "the season.",
             "When does Ruth's boys' under-15 team practise?",
+            id="question-gap-2",
         ),
-        (  # bench/scenarios/heldout78_s29_b.yaml (written blind): the price, not the contact
+        pytest.param(  # bench/scenarios/heldout78_s29_b.yaml (blind): the price, not the contact
             "Our distributor in the Netherlands is GreenNest BV, and the person I deal with "
             "there is Marieke de Vries - lovely, but slow to reply.",
             "Since the mould came in cheaper than expected, I told GreenNest we can do USD "
             "17.20 per unit.",
             "Who's my contact person at the Dutch distributor?",
+            id="question-gap-3",
         ),
-    ],
-)
-def test_a_look_alike_the_question_is_not_about_stays_below(
-    store: ConclusionStore, older: str, newer: str, question: str
-) -> None:
-    """Scenario lines written by others, through the real store and embedder: the two
-    rows are near enough for recall's near-conflict move, but the question is plainly
-    about the older one, so the newer (another person's or another thing's fact) stays
-    second and the older is not marked as replaced."""
-    first = store.remember(older, now=1000.0).conclusion
-    second = store.remember(newer, now=2000.0)
-    assert second.action == "created"
-    found = store.recall(question, 3)
-    assert found[0].id == first.id
-    assert found[0].conflicts_with is None
-
-
-@pytest.mark.parametrize(
-    ("older", "newer", "question"),
-    [
-        (  # bench/scenarios/heldout77_s29_a.yaml (written blind): a friend's ward
+        # the newer row is worded as someone else's, the question is about the speaker
+        pytest.param(  # bench/scenarios/heldout77_s29_a.yaml (written blind): a friend's ward
             "Ah no, ignore that, I'm half asleep — we got moved over to the new building in "
             "March, so it's Ward 6C now; 4B's the step-down unit these days.",
             "My mate Donna from uni works at the same hospital but she's on neonatal, Ward "
             "3A, so we sometimes grab a brew together at four in the morning.",
             "What's the ward I'm based on?",
+            id="someone-elses-1",
         ),
-        (  # bench/scenarios/heldout73_s28_a.yaml (written blind): a friend's mastering
+        pytest.param(  # bench/scenarios/heldout73_s28_a.yaml (written blind): a friend's mastering
             "The folk records get mastered by Tommy Lau in Guangzhou, I just send him the "
             "stereo bounces and he does his thing.",
             "My mate Dawei, who also freelances out of Chengdu, sends all his masters to "
             "Rita Feng instead.",
             "Who does the mastering on my folk band projects?",
+            id="someone-elses-2",
         ),
-        (  # bench/scenarios/heldout78_s29_b.yaml (written blind): another start-up's contact
+        pytest.param(  # bench/scenarios/heldout78_s29_b.yaml (blind): another start-up's contact
             "天使轮这边，启岸资本对接我们的是投资经理许蔓，有啥事先找她",
             "同一个孵化器做智能门锁的老周他们也拿了启岸的钱，不过他们的对接人是庞洁",
             "启岸那边是谁在跟我们这个项目？",
+            id="someone-elses-3",
         ),
     ],
 )
-def test_someone_elses_newer_look_alike_does_not_replace_the_speakers_own(
+def test_a_look_alike_stays_below_the_row_the_question_is_about(
     store: ConclusionStore, older: str, newer: str, question: str
 ) -> None:
-    """Scenario lines written by others, through the real store and embedder: a newer
-    row worded as someone else's is near the speaker's own, but a question about the
-    speaker alone keeps the speaker's row first and does not mark it as replaced."""
+    """Scenario lines written by others, through the real store and embedder: the two
+    rows are near enough for recall's near-conflict move, but the newer is another
+    person's or another thing's fact: the question is plainly about the older one, or
+    asks about the speaker alone while the newer is worded as someone else's. The older
+    stays first and is not marked as replaced."""
     first = store.remember(older, now=1000.0).conclusion
     second = store.remember(newer, now=2000.0)
     assert second.action == "created"
