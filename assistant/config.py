@@ -137,8 +137,10 @@ class MemorySettings(CompressionSettings, _Section):
         True,
         description="Let the learned pair judge (memory/pairjudge.py) link what the offline "
         "rules leave unlinked (missed updates that would stay as stale rows), at p >= 0.9 and "
-        "never across what the rules hold apart; false: the rules alone link "
-        "(docs/BENCHMARKS.md, issue 15 sessions 16 and 18).",
+        "never across what the rules hold apart; in recall it keeps a near newer row it "
+        "finds unlikely to be about an older one from going first as its new value; "
+        "false: the rules alone link and order (docs/BENCHMARKS.md, issue 15 sessions 16, "
+        "18 and 40).",
     )
     order_judge: bool = Field(
         True,

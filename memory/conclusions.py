@@ -45,7 +45,7 @@ from memory.extraction import (
 from memory.index import HybridIndex, Vectors, Weights
 from memory.instructions import InstructionRefused, instruction_to_assistant
 from memory.orderjudge import OrderJudge, Recalled
-from memory.pairjudge import Candidate, PairJudge
+from memory.pairjudge import Candidate, PairJudge, features
 from memory.reconcile import (
     RELATION_WORDS,
     Judgement,
@@ -147,6 +147,11 @@ RECENCY_TIE = 0.15
 # files side by side: at 0.08 first 1013 -> 1014, asked later 918 -> 922; at 0.06
 # 1009 / 929 and at 0.04 1002 / 935 (steps lost for later answers: not taken)
 NEAR_QUESTION_GAP = 0.08
+# nor does the move go through when the learned pair judge, reading the newer row against
+# the older ones recalled with it as at write time, finds it this unlikely to be about the
+# older one's fact (`_pair_odds`). Session 40, 36 never-read scenario files side by side:
+# first 1308 -> 1308, asked later 1189 -> 1212 (chosen on the read files' recorded moves)
+NEAR_JUDGED_APART = 0.3
 # the share of a replaced row's recall score its successor gets (`_inherited`)
 INHERITED = 0.9
 # forgetting a row found by a question also supersedes an older row the order judge
@@ -480,7 +485,8 @@ class ConclusionStore:
             else set()
         )
         first = _speaker_first(found, query, reach, ours, (whom, about))
-        ordered = _ordered(first, asked, mutual, others)[:k]
+        odds = _pair_odds(self.pair_judge, first, mutual)
+        ordered = _ordered(first, asked, mutual, others, odds)[:k]
         ordered = self._reordered(query, ordered, mutual) if inherit else ordered
         return _kind_first(ordered[:wanted], query)
 
@@ -2043,6 +2049,7 @@ def _ordered(
     asked: str | None,
     mutual: dict[tuple[str, str], float] | None = None,
     others: set[str] | frozenset[str] = frozenset(),
+    odds: Odds | None = None,
 ) -> list[Conclusion]:
     """Recall hits in the order to show them. A question about one subject ("where do I
     live?") gets the rows about that subject first, the active one before its history.
@@ -2069,7 +2076,7 @@ def _ordered(
             for j in order[pos + 1 :]
             if found[j].valid_from > found[i].valid_from
             and found[i].status == found[j].status == "active"
-            and _conflict(found[i], found[j], keys[i], keys[j], mutual, others)
+            and _conflict(found[i], found[j], keys[i], keys[j], mutual, others, odds)
         ]
         if newer:
             j = max(newer, key=lambda n: found[n].valid_from)
@@ -2094,7 +2101,7 @@ def _ordered(
                 a.conflicts_with is None
                 and a.status == b.status == "active"
                 and b.valid_from > a.valid_from
-                and _conflict(a, b, keys[i], keys[j], mutual, others)
+                and _conflict(a, b, keys[i], keys[j], mutual, others, odds)
             ):
                 a.conflicts_with = b.id
     return [found[i] for i in order]
@@ -2107,15 +2114,17 @@ def _conflict(
     new_keys: set[str],
     mutual: dict[tuple[str, str], float] | None = None,
     others: set[str] | frozenset[str] = frozenset(),
+    odds: Odds | None = None,
 ) -> bool:
     """Do two active rows state values of one thing (so only the newer can hold)? The
     same subject; or the newer names the older's value as replaced; or the newer says
     it changed something and both are about the same people with the same topic; or the
     two are as near as one frame with another value, by the same people, nothing marks
     the newer as another one of the kind (`near_conflict`), the question was not far
-    nearer the older (`_asked_of_older`), and, for a question about the speaker alone,
-    the newer is not worded as someone else's while the older is the speaker's (`others`:
-    such rows' ids, `_asked_about`)."""
+    nearer the older (`_asked_of_older`), for a question about the speaker alone, the
+    newer is not worded as someone else's while the older is the speaker's (`others`:
+    such rows' ids, `_asked_about`), and the pair judge does not hold the newer to be
+    about something else (`odds`, `NEAR_JUDGED_APART`)."""
     if old_keys & new_keys:
         return True
     if (
@@ -2123,6 +2132,7 @@ def _conflict(
         and near_conflict(old.text, new.text, mutual.get((old.id, new.id), 0.0))
         and not _asked_of_older(old, new)
         and not (new.id in others and old.id not in others)
+        and (odds is None or odds(old, new) >= NEAR_JUDGED_APART)
     ):
         return True
     if old_keys and new_keys:
@@ -2139,6 +2149,44 @@ def _conflict(
     a, b = topic_words(old.text), topic_words(new.text)
     shared = len(a & b)
     return shared >= 2 and shared >= 0.4 * min(len(a), len(b))
+
+
+# how likely the pair judge finds a newer row to be about an older one's fact
+Odds = Callable[[Conclusion, Conclusion], float]
+
+
+def _pair_odds(
+    judge: PairJudge | None, found: Sequence[Conclusion], mutual: dict[tuple[str, str], float]
+) -> Odds | None:
+    """The pair judge's probability that a newer recalled row is about an older one's
+    fact, read as at write time: the newer row against every older active row recalled
+    with it, nearest first, since the judge weighs a candidate by its place among the
+    others (weighed as a pair alone, it lost 8 steps on the never-read files). Each
+    newer row is read once, when the near-conflict move first asks."""
+    if judge is None:
+        return None
+    read: dict[str, dict[str, float]] = {}
+
+    def odds(old: Conclusion, new: Conclusion) -> float:
+        if new.id not in read:
+            older = sorted(
+                (
+                    (row, mutual[(row.id, new.id)])
+                    for row in found
+                    if row.status == "active"
+                    and row.valid_from < new.valid_from
+                    and (row.id, new.id) in mutual
+                ),
+                key=lambda pair: -pair[1],
+            )
+            rows = features(new.text, [Candidate(row.text, sim) for row, sim in older])
+            read[new.id] = {
+                row.id: 0.0 if numbers is None else judge.probability(numbers)
+                for (row, _), numbers in zip(older, rows, strict=True)
+            }
+        return read[new.id].get(old.id, 0.0)
+
+    return odds
 
 
 def _asked_of_older(old: Conclusion, new: Conclusion) -> bool:

@@ -18,7 +18,14 @@ from fake_openai import calls, completion, delay
 
 from assistant.app import Assistant
 from assistant.config import load_settings
-from memory.conclusions import Conclusion, ConclusionStore, _asked_about, _ordered
+from memory.conclusions import (
+    Conclusion,
+    ConclusionStore,
+    _asked_about,
+    _ordered,
+    _pair_odds,
+)
+from memory.pairjudge import PairJudge
 from memory.reconcile import (
     Known,
     canonical_subject,
@@ -1461,6 +1468,39 @@ def test_a_near_row_worded_as_someone_elses_does_not_go_above_the_speakers() -> 
     assert _asked_about([older, newer], "When are my sister's evening shifts?")[0] == "person"
 
 
+def test_a_near_row_the_pair_judge_holds_apart_does_not_go_first() -> None:
+    """The near-conflict move asks the pair judge's odds (`odds`): a newer row it finds
+    unlikely to be about the older one's fact stays below it, unmarked; one it finds
+    likely still goes first, and the older row names it."""
+    near = {("c_old", "c_new"): 0.93, ("c_new", "c_old"): 0.93}
+    older, newer = _two_shift_rows()
+    kept = _ordered([older, newer], None, near, odds=lambda old, new: 0.1)
+    assert [c.id for c in kept] == ["c_old", "c_new"]
+    assert kept[0].conflicts_with is None
+    older, newer = _two_shift_rows()
+    moved = _ordered([older, newer], None, near, odds=lambda old, new: 0.8)
+    assert [c.id for c in moved] == ["c_new", "c_old"]
+    assert moved[1].conflicts_with == "c_new"
+
+
+def test_the_pair_judges_odds_read_a_newer_row_against_the_older_ones() -> None:
+    """The shipped judge's odds: a number for each older active row recalled near the
+    newer one, 0 for a row not older; none without a judge (`memory.learned_judge` off)."""
+    older, newer = _two_shift_rows()
+    other = _row("c_other", "My brother works evenings at a bakery on Friday.", None, 3, 0.5)
+    near = {
+        **{(a, b): 0.93 for a, b in (("c_old", "c_new"), ("c_new", "c_old"))},
+        **{(a, b): 0.86 for a, b in (("c_other", "c_new"), ("c_new", "c_other"))},
+    }
+    judge = PairJudge.load()
+    assert judge is not None
+    odds = _pair_odds(judge, [older, newer, other], near)
+    assert odds is not None
+    assert 0.0 < odds(older, newer) < 1.0
+    assert odds(other, newer) == 0.0  # newer than the row it is weighed for
+    assert _pair_odds(None, [older, newer], near) is None
+
+
 @pytest.mark.parametrize(
     ("older", "newer", "question"),
     [
@@ -1512,6 +1552,30 @@ def test_a_near_row_worded_as_someone_elses_does_not_go_above_the_speakers() -> 
             "启岸那边是谁在跟我们这个项目？",
             id="someone-elses-3",
         ),
+        # the pair judge, reading the newer row as at write time, finds it about another
+        # fact of the same person or thing (`NEAR_JUDGED_APART`)
+        pytest.param(  # bench/scenarios/heldout53_s21_b.yaml (written blind): the roster
+            "Owen's fly-out day is Monday: he catches the 6am to Perth and then the charter "
+            "up to the mine.",
+            "Owen's roster at the mine is 14/7, a fortnight on site and then a week back home "
+            "with us.",
+            "Which day does Owen head off to WA for work?",
+            id="judged-apart-1",
+        ),
+        pytest.param(  # bench/scenarios/heldout49_s20_d.yaml (written blind): the abstract
+            "My thesis focal species is the Oriental Stork — I'm looking at how it uses the "
+            "wetland edge habitats.",
+            "I'm planning to submit my abstract on wetland habitat use to the Asian "
+            "Ornithological Congress, deadline's end of the month.",
+            "Which bird is my thesis mainly about?",
+            id="judged-apart-2",
+        ),
+        pytest.param(  # bench/scenarios/heldout80_s29_d.yaml (written blind): his co-driver's route
+            "我家那口子跑长途，这阵子跑的是西安到乌鲁木齐这条线，一趟下来得五六天。",
+            "他搭档老杨跑的是兰州那条线，俩人三天两头在服务区碰头吃碗面。",
+            "我老公最近开大车跑的是哪条线？",
+            id="judged-apart-3",
+        ),
     ],
 )
 def test_a_look_alike_stays_below_the_row_the_question_is_about(
@@ -1520,8 +1584,9 @@ def test_a_look_alike_stays_below_the_row_the_question_is_about(
     """Scenario lines written by others, through the real store and embedder: the two
     rows are near enough for recall's near-conflict move, but the newer is another
     person's or another thing's fact: the question is plainly about the older one, or
-    asks about the speaker alone while the newer is worded as someone else's. The older
-    stays first and is not marked as replaced."""
+    asks about the speaker alone while the newer is worded as someone else's, or the
+    pair judge finds the newer about another fact. The older stays first and is not
+    marked as replaced."""
     first = store.remember(older, now=1000.0).conclusion
     second = store.remember(newer, now=2000.0)
     assert second.action == "created"
