@@ -45,7 +45,7 @@ from memory.extraction import (
 from memory.index import HybridIndex, Vectors, Weights
 from memory.instructions import InstructionRefused, instruction_to_assistant
 from memory.orderjudge import OrderJudge, Recalled
-from memory.pairjudge import Candidate, PairJudge, features
+from memory.pairjudge import Candidate, PairJudge
 from memory.reconcile import (
     RELATION_WORDS,
     Judgement,
@@ -2179,11 +2179,8 @@ def _pair_odds(
                 ),
                 key=lambda pair: -pair[1],
             )
-            rows = features(new.text, [Candidate(row.text, sim) for row, sim in older])
-            read[new.id] = {
-                row.id: 0.0 if numbers is None else judge.probability(numbers)
-                for (row, _), numbers in zip(older, rows, strict=True)
-            }
+            weighed = judge.weigh(new.text, [Candidate(row.text, sim) for row, sim in older])
+            read[new.id] = {row.id: p for (row, _), (_, p) in zip(older, weighed, strict=True)}
         return read[new.id].get(old.id, 0.0)
 
     return odds

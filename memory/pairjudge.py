@@ -315,6 +315,17 @@ class PairJudge(Boosted):
         args = cls.read(path, FEATURES, "threshold", "margin")
         return None if args is None else cls(**args)
 
+    def weigh(
+        self, new: str, candidates: Sequence[Candidate]
+    ) -> list[tuple[list[float] | None, float]]:
+        """Each candidate's `features` row and the probability that `new` is about it
+        (0 for one below `FLOOR`), in the candidates' order (nearest first): what the
+        store links by (`pick`) and what recall's near-conflict move asks."""
+        return [
+            (row, 0.0 if row is None else self.probability(row))
+            for row in features(new, candidates)
+        ]
+
     def pick(
         self, new: str, candidates: Sequence[Candidate], others: frozenset[int] = frozenset()
     ) -> tuple[int, float] | None:
@@ -326,13 +337,10 @@ class PairJudge(Boosted):
         moved across to Ward 45" a guess between two wards)."""
         if not any(c.similarity >= FLOOR for c in candidates):
             return None
-        rows = features(new, candidates)
+        weighed = self.weigh(new, candidates)
+        rows = [row for row, _ in weighed]
         scored = sorted(
-            (
-                (i, 0.0 if row is None else self.probability(row))
-                for i, row in enumerate(rows)
-                if i not in others
-            ),
+            ((i, p) for i, (_, p) in enumerate(weighed) if i not in others),
             key=lambda p: -p[1],
         )
         if not scored:

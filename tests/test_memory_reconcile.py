@@ -1411,6 +1411,11 @@ def test_two_rows_near_enough_to_conflict(old: str, new: str, conflict: bool) ->
     assert near_conflict(old, new, NEAR_CONFLICT_LATIN - 0.05) is False  # not near enough
 
 
+def _both_ways(pairs: dict[tuple[str, str], float]) -> dict[tuple[str, str], float]:
+    """Passage similarities keyed both ways, as `HybridIndex.mutual` returns them."""
+    return {**pairs, **{(b, a): sim for (a, b), sim in pairs.items()}}
+
+
 def _two_shift_rows() -> tuple[Conclusion, Conclusion]:
     """Two values of one fact, the second worded apart from the first (a missed update)."""
     older = _row(
@@ -1429,7 +1434,7 @@ def _two_shift_rows() -> tuple[Conclusion, Conclusion]:
 def test_the_newer_of_two_near_rows_goes_first_when_its_vectors_say_so() -> None:
     older, newer = _two_shift_rows()
     assert [c.id for c in _ordered([older, newer], None)] == ["c_old", "c_new"]
-    near = {("c_old", "c_new"): 0.93, ("c_new", "c_old"): 0.93}
+    near = _both_ways({("c_old", "c_new"): 0.93})
     assert [c.id for c in _ordered([older, newer], None, near)] == ["c_new", "c_old"]
     assert older.conflicts_with == "c_new"
 
@@ -1437,7 +1442,7 @@ def test_the_newer_of_two_near_rows_goes_first_when_its_vectors_say_so() -> None
 def test_a_near_row_the_question_hardly_matches_does_not_go_first() -> None:
     """Two near rows, the question far nearer the older one: the newer is likelier
     another fact of the kind (a colleague's shifts) than the older's new value."""
-    near = {("c_old", "c_new"): 0.93, ("c_new", "c_old"): 0.93}
+    near = _both_ways({("c_old", "c_new"): 0.93})
 
     def rows(asked_old: float, asked_new: float) -> list[Conclusion]:
         older, newer = _two_shift_rows()
@@ -1456,7 +1461,7 @@ def test_a_near_row_worded_as_someone_elses_does_not_go_above_the_speakers() -> 
     """For a question about the speaker alone, recall passes the ids of the rows worded
     as someone else's (`others`): such a newer row, however near, is no new value of the
     speaker's row; a newer row of the speaker's own still goes first."""
-    near = {("c_old", "c_new"): 0.93, ("c_new", "c_old"): 0.93}
+    near = _both_ways({("c_old", "c_new"): 0.93})
     older, newer = _two_shift_rows()
     kept = _ordered([older, newer], None, near, {"c_new"})
     assert [c.id for c in kept] == ["c_old", "c_new"]
@@ -1472,7 +1477,7 @@ def test_a_near_row_the_pair_judge_holds_apart_does_not_go_first() -> None:
     """The near-conflict move asks the pair judge's odds (`odds`): a newer row it finds
     unlikely to be about the older one's fact stays below it, unmarked; one it finds
     likely still goes first, and the older row names it."""
-    near = {("c_old", "c_new"): 0.93, ("c_new", "c_old"): 0.93}
+    near = _both_ways({("c_old", "c_new"): 0.93})
     older, newer = _two_shift_rows()
     kept = _ordered([older, newer], None, near, odds=lambda old, new: 0.1)
     assert [c.id for c in kept] == ["c_old", "c_new"]
@@ -1488,10 +1493,7 @@ def test_the_pair_judges_odds_read_a_newer_row_against_the_older_ones() -> None:
     newer one, 0 for a row not older; none without a judge (`memory.learned_judge` off)."""
     older, newer = _two_shift_rows()
     other = _row("c_other", "My brother works evenings at a bakery on Friday.", None, 3, 0.5)
-    near = {
-        **{(a, b): 0.93 for a, b in (("c_old", "c_new"), ("c_new", "c_old"))},
-        **{(a, b): 0.86 for a, b in (("c_other", "c_new"), ("c_new", "c_other"))},
-    }
+    near = _both_ways({("c_old", "c_new"): 0.93, ("c_other", "c_new"): 0.86})
     judge = PairJudge.load()
     assert judge is not None
     odds = _pair_odds(judge, [older, newer, other], near)
