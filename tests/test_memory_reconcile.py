@@ -19,6 +19,8 @@ from fake_openai import calls, completion, delay
 from assistant.app import Assistant
 from assistant.config import load_settings
 from memory.conclusions import (
+    NEAR_CONCEPT_LEAN,
+    NEAR_CONCEPT_ODDS,
     Conclusion,
     ConclusionStore,
     _asked_about,
@@ -1488,6 +1490,27 @@ def test_a_near_row_the_pair_judge_holds_apart_does_not_go_first() -> None:
     assert moved[1].conflicts_with == "c_new"
 
 
+def test_a_question_leaning_to_the_older_row_keeps_a_doubtful_newer_one_below() -> None:
+    """The question's latent terms (`lean`: how much nearer the older row than the
+    newer) hold back the near-conflict move only where the pair judge is short of
+    likely (`NEAR_CONCEPT_ODDS`), and only past `NEAR_CONCEPT_LEAN`; without terms
+    (another backend) the odds decide alone."""
+    near = _both_ways({("c_old", "c_new"): 0.93})
+
+    def order(odds: float, lean: float | None) -> list[str]:
+        older, newer = _two_shift_rows()
+        found = _ordered(
+            [older, newer], None, near, odds=lambda old, new: odds, lean=lambda old, new: lean
+        )
+        return [c.id for c in found]
+
+    assert order(0.4, NEAR_CONCEPT_LEAN + 0.05) == ["c_old", "c_new"]
+    assert order(0.4, NEAR_CONCEPT_LEAN - 0.05) == ["c_new", "c_old"]
+    assert order(0.4, None) == ["c_new", "c_old"]
+    assert order(NEAR_CONCEPT_ODDS + 0.1, 0.5) == ["c_new", "c_old"]
+    assert order(0.1, -0.5) == ["c_old", "c_new"]  # the judge's doubt is not overruled
+
+
 def test_the_pair_judges_odds_read_a_newer_row_against_the_older_ones() -> None:
     """The shipped judge's odds: a number for each older active row recalled near the
     newer one, 0 for a row not older; none without a judge (`memory.learned_judge` off)."""
@@ -1578,6 +1601,26 @@ def test_the_pair_judges_odds_read_a_newer_row_against_the_older_ones() -> None:
             "我老公最近开大车跑的是哪条线？",
             id="judged-apart-3",
         ),
+        # short of likely, and the question's latent terms lean to the older row
+        # (`NEAR_CONCEPT_LEAN`; each fails with the lean out of reach)
+        pytest.param(  # bench/scenarios/heldout69_s27_a.yaml (written blind): another room's lab
+            "我们纺织修复室显微镜用的耗材，一直是从科迈仪器进的货。",
+            "青铜室那台XRF光谱仪是北方光谱管维护的，跟我们纺织这边不是一家。",
+            "纺织修复室显微镜的耗材是哪家供的？",
+            id="question-lean-1",
+        ),
+        pytest.param(  # bench/scenarios/heldout51_s20_f.yaml (written blind): the fishing mate
+            "我钓鱼一般都在府河边上，九眼桥往下走那一截。",
+            "钓鱼的搭子是老赵，我们两个从机务段就认得了，几十年的交情。",
+            "我平时去哪儿甩竿子？",
+            id="question-lean-2",
+        ),
+        pytest.param(  # bench/scenarios/heldout98_s33_c.yaml (written blind): the supplier
+            "牛腱子我们每周订120公斤，目前基本够用。",
+            "Golden Ox的牛腱子肥得不行，客人都说汤腻，还是回Hartley Meats拿货吧。",
+            "我每周订多少牛腱子？",
+            id="question-lean-3",
+        ),
     ],
 )
 def test_a_look_alike_stays_below_the_row_the_question_is_about(
@@ -1587,7 +1630,8 @@ def test_a_look_alike_stays_below_the_row_the_question_is_about(
     rows are near enough for recall's near-conflict move, but the newer is another
     person's or another thing's fact: the question is plainly about the older one, or
     asks about the speaker alone while the newer is worded as someone else's, or the
-    pair judge finds the newer about another fact. The older stays first and is not
+    pair judge finds the newer about another fact, or doubts it and the question's
+    latent terms lean to the older. The older stays first and is not
     marked as replaced."""
     first = store.remember(older, now=1000.0).conclusion
     second = store.remember(newer, now=2000.0)
