@@ -36,7 +36,6 @@ import sqlite_utils
 
 from memory.categories import CategoryTyper, fits, head_of, scope_key
 from memory.db import Database, Migrations
-from memory.embeddings import EmbeddingError
 from memory.extraction import (
     AGE_WORDS,
     Slot,
@@ -514,11 +513,7 @@ class ConclusionStore:
         with self._concepts_lock:
             missing = [text for text in dict.fromkeys(texts) if text not in self._concepts]
             if missing:
-                try:
-                    got = self.index.concepts(missing)
-                except EmbeddingError as exc:
-                    log.debug("no latent terms for recall's order: %s", exc)
-                    return None
+                got = self.index.concepts(missing)
                 if got is None:
                     return None
                 self._concepts.update(zip(missing, got, strict=True))

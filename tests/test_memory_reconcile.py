@@ -1515,11 +1515,14 @@ def test_latent_terms_are_kept_for_the_next_recall_and_a_failure_orders_without_
     store: ConclusionStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The store computes a text's terms once (up to `CONCEPT_CACHE` texts, the least
-    recently used dropped first); a backend that fails gives None, not an error."""
+    recently used dropped first); an index without terms (a backend without the head,
+    or one that failed: `VectorStore.concepts`) gives None, and nothing is kept."""
+    from collections import OrderedDict
+
     import memory.conclusions as conclusions
-    from memory.embeddings import EmbeddingError
 
     asked: list[list[str]] = []
+    monkeypatch.setattr(store, "_concepts", OrderedDict())  # the fake terms stay here
 
     def concepts(texts: list[str]) -> list[dict[int, float]]:
         asked.append(list(texts))
@@ -1532,11 +1535,9 @@ def test_latent_terms_are_kept_for_the_next_recall_and_a_failure_orders_without_
     assert store._concepts_of(["tea?"]) == [{4: 1.0}]  # dropped for "tax report": again
     assert asked == [["tea?", "green tea"], ["tax report"], ["tea?"]]
 
-    def failing(texts: list[str]) -> list[dict[int, float]]:
-        raise EmbeddingError("the embedding endpoint is down")
-
-    monkeypatch.setattr(store.index, "concepts", failing)
+    monkeypatch.setattr(store.index, "concepts", lambda texts: None)
     assert store._concepts_of(["a new question"]) is None
+    assert "a new question" not in store._concepts
 
 
 def test_the_pair_judges_odds_read_a_newer_row_against_the_older_ones() -> None:
