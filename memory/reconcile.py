@@ -214,6 +214,22 @@ _CHANGE_VERB = re.compile(
     r"|postpon|push|pass|hand|rotat|reassign)\w*",
     re.IGNORECASE,
 )
+# capitalised words that start a clause, not a name: "Instead of Dr. Rao I see …"
+_NOT_LEAD = (
+    r"(?:I|I'm|I've|We|We're|We've|She|He|They|It|It's|You|My|Our|The|Now|This|That|So|But"
+    r"|And|Then|Since|Because|Her|His|Their)"
+)
+# a value named on its own, whatever follows it: a day (Tuesdays too), a month, a clock
+# time, a day of the month or a name ("Dr. Rao", "Marks & Spencer")
+_NAMED_VALUE = (
+    r"(?P<old>(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)days?(?![\w'])"
+    r"|(?:January|February|March|April|May|June|July|August|September|October|November"
+    r"|December)(?![\w'])"
+    r"|\d{1,2}[:.]\d{2}(?:\s*[ap]\.?m\b\.?)?(?![\w:])|\d{1,2}\s*[ap]\.?m\b\.?"
+    r"|\d{1,2}(?:st|nd|rd|th)\b"
+    r"|(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?(?!" + _NOT_LEAD + r"\b)[A-Z][\w&-]*(?<!'s)"
+    r"(?:\s+(?:&\s+)?(?!" + _NOT_LEAD + r"\b)[A-Z][\w&-]*){0,3})"
+)
 _EN_OLD: tuple[re.Pattern[str], ...] = (
     re.compile(
         r"\binstead\s+of\s+(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?[^,.;:!?]+?)(?:\s+(?:now|these\s+days))?\s*(?:[,.;:!?]|$)",
@@ -266,6 +282,32 @@ _EN_OLD: tuple[re.Pattern[str], ...] = (
         r"(?:(?:another|more)\s+(?:(?:round|course|batch|dose|pack)s?\s+of\s+)?)?"
         r"(?P<old>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?(?:[A-Z0-9][\w'.:-]*|[a-z][\w-]*\d[\w-]*)"
         r"(?:\s+[A-Z0-9][\w'.:-]*){0,3})\s*(?:any\s?more\s*)?(?:[,.;:!?)]|$)"
+    ),
+    # "Instead of Tuesdays we now meet…", "Rather than Aviva, we went with…", "…rather
+    # than Mondays now", "instead of 9:30 the call starts…": a day, month, clock time,
+    # ordinal or name right after the contrast is the value replaced, whatever follows it
+    re.compile(
+        r"\b(?:[Ii]nstead\s+of|[Rr]ather\s+than|[Ii]n\s+place\s+of)\s+(?:the\s+|my\s+|our\s+)?"
+        + _NAMED_VALUE
+    ),
+    # "It used to be Dr. Rao, but now…", "The sync was on Mondays; now it's…"
+    re.compile(
+        r"\b(?:used\s+to\s+be|was|were)\s+(?:on\s+|at\s+|in\s+|with\s+)?(?:the\s+|my\s+|our\s+)?"
+        + _NAMED_VALUE
+        + r"(?:\s+(?:before|earlier|at\s+first))?\s*(?:[,;]|\s-|\s\u2014)?\s*(?:but\s+)?"
+        r"(?:now|these\s+days|nowadays)\b"
+    ),
+    # "Tomas has replaced Ines as team lead", "Out with Slack, in with Teams", "Bye bye
+    # Vodafone, hello O2": the name that went
+    re.compile(
+        r"\breplaced\s+(?:the\s+|my\s+|our\s+)?"
+        + _NAMED_VALUE
+        + r"(?=\s+(?:as|at|on|in|for)\b|\s*[,.;:!?]|$)"
+    ),
+    re.compile(r"\b[Oo]ut\s+with\s+(?:the\s+|my\s+|our\s+)?" + _NAMED_VALUE + r",?\s+in\s+with\b"),
+    re.compile(
+        r"(?:^|(?<=[\s,;.(]))(?:[Bb]ye(?:[\s-]bye)?|[Gg]ood-?bye|[Ff]arewell|[Ss]o\s+long)"
+        r",?\s+(?:to\s+)?" + _NAMED_VALUE + r"[,;.!]*\s+(?:[Hh]ello|[Hh]i|[Ww]elcome)\b"
     ),
     # "…paying my bills, rather than the folk label, which has gone quiet": plain words
     re.compile(

