@@ -260,7 +260,9 @@ _EN_OLD: tuple[re.Pattern[str], ...] = (
         re.I,
     ),
     re.compile(
-        r"\b(?:sold|ditched|dropped|gave\s+up(?!\s+the\s+ghost)|given\s+up|got\s+rid\s+of|quit|cancell?ed"
+        # "gave up on Duolingo", "quit on the Headspace plan": what was given up on
+        r"\b(?:sold|ditched|dropped|gave\s+up(?!\s+the\s+ghost)(?:\s+on)?|given\s+up(?:\s+on)?"
+        r"|got\s+rid\s+of|quit|cancell?ed"
         r"|stopped\s+(?:using|seeing|going\s+to|buying\s+from|shopping\s+at|ordering\s+from)"
         r"|ended(?!\s+up)|terminated|unsubscribed\s+from|left|moved\s+away\s+from|trad(?:ed|ing)\s+in)\s+"
         # not a particle nor a pronoun: "someone dropped out, so I've got my slot back",
@@ -415,7 +417,9 @@ _ZH_OLD: tuple[re.Pattern[str], ...] = (
     # Vogel 博士的排期排到明年了: whose schedule is full
     re.compile(rf"(?:^|[{_P}])(?P<old>[^{_P}]{{2,10}}?)的?(?:排期|档期|号)(?:排到|约到|挂到)"),
     re.compile(
-        rf"(?:^|[{_P}])(?P<old>[^{_P}]{{2,12}}?)(?:我们|我|咱们|他们|她们)?不(?:用|去|看|坐|骑|喝|吃)了"
+        # 盒马的菜不订了, 喜马拉雅的会员不续了, 那家健身房不办卡了: ordered, renewed, joined no more
+        rf"(?:^|[{_P}])(?P<old>[^{_P}]{{2,12}}?)(?:我们|我|咱们|他们|她们)?"
+        r"不(?:用|去|看|坐|骑|喝|吃|订|续|办卡|办|买|学|报|租)了"
     ),
     # 我不挤地铁了, 不开车了: the thing no longer done
     re.compile(rf"不再?(?:挤|开|坐|乘|搭|骑|用|去|找|喝|吃)(?P<old>[^{_P}了]{{2,8}}?)了"),
@@ -565,6 +569,8 @@ def old_values(text: str) -> tuple[str, ...]:
         )
         if re.fullmatch("(?:我|他|她|你|咱)们?的?", value):
             continue  # "我的号排到下周了": whose, no value
+        if re.fullmatch("(?:我|他|她|你|咱)们?(?:说|讲|觉得|想)", value):
+            continue  # "他说不学了": who said so, no value
         value = re.sub(
             "(?:这|本|下|上)(?:学期|阵子|个月|礼拜|星期|周)$|(?:最近|今年|明年)$", "", value
         )

@@ -131,6 +131,9 @@ def test_plain_statements_have_no_change_cue(text: str) -> None:
         ("Instead of Dr. Rao I see Dr. Patel now.", "Dr. Rao"),
         ("Rather than Aviva we went with Allianz this year.", "Aviva"),
         ("We now buy from Fenwick rather than Marks & Spencer.", "Marks & Spencer"),
+        ("I gave up on Duolingo and take Spanish lessons on italki.", "Duolingo"),
+        ("盒马的菜不订了，叮咚买菜送得更快。", "盒马的菜"),
+        ("喜马拉雅的会员不续了，改听得到。", "喜马拉雅的会员"),
     ],
 )
 def test_the_replaced_value_is_found(text: str, old: str) -> None:
@@ -145,6 +148,7 @@ def test_the_replaced_value_is_found(text: str, old: str) -> None:
         "I was with Ana at lunch, now back at my desk.",
         "Bye, see you later.",
         "Said goodbye to Grandma at the airport.",
+        "他说不学了。",
         "We replaced the boiler last winter.",
         "Out with friends tonight, in with the kids tomorrow.",
     ],
@@ -260,6 +264,13 @@ def _active(store: ConclusionStore) -> list[str]:
             "上个月咬牙升级了，现在桌上摆的是 Neumann KH 120，老的那对卖给一个学生了。",
         ),
         ("我家楼下的理发店是小王开的，剪一次三十。", "原来那家搬走了，现在去对面的阿杰那里剪。"),
+        # session 43: given up on, no longer ordered (new wordings; "gave up on Duolingo"
+        # was taken for a restatement of the row it ends)
+        (
+            "I'm learning Spanish on Duolingo.",
+            "I gave up on Duolingo and take Spanish lessons on italki.",
+        ),
+        ("我们订的是盒马的菜。", "盒马的菜不订了，叮咚买菜送得更快。"),
     ],
 )
 def test_updates_phrased_with_cues_supersede(
