@@ -260,7 +260,7 @@ _EN_OLD: tuple[re.Pattern[str], ...] = (
         re.I,
     ),
     re.compile(
-        # "gave up on Duolingo", "quit on the Headspace plan": what was given up on
+        # "gave up on Duolingo", "given up on the Headspace app": what was given up on
         r"\b(?:sold|ditched|dropped|gave\s+up(?!\s+the\s+ghost)(?:\s+on)?|given\s+up(?:\s+on)?"
         r"|got\s+rid\s+of|quit|cancell?ed"
         r"|stopped\s+(?:using|seeing|going\s+to|buying\s+from|shopping\s+at|ordering\s+from)"

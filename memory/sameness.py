@@ -2233,8 +2233,7 @@ def nearest_change(new: str, candidates: list[tuple[str, float]]) -> int | None:
     moved_day = bool(days_old) and bool(days_new) and not days_old & days_new and not sibling
     # "…给我开了缬沙坦，原来那个就不吃了": the old one dropped is the nearest one's value,
     # if that is no one else's (not 我老婆她们单位的年会 for 原来那家订不上)
-    said = unicodedata.normalize("NFKC", new)
-    dropped_old = bool(_DROPS_THE_OLD.search(said) or _THE_PREVIOUS.search(said)) and not (
+    dropped_old = bool(_THE_PREVIOUS.search(unicodedata.normalize("NFKC", new))) and not (
         whose(old) - whose(new)
     )
     evidence = (
@@ -2271,22 +2270,14 @@ _AT_WORK = re.compile(
 )
 
 
-# the previous one said to be dropped, unnamed: 原来那个就不吃了, 之前那家不去了, "the old
-# one's gone", "stopped the old ones"
-_DROPS_THE_OLD = re.compile(
-    r"(?:原来|之前|以前|原先|先前)(?:那个|那种|那家|那位|那款|那台|的那个)[^，。,；;！!]{0,3}?"
-    r"(?:不|没|停|别|甭|换掉|退掉|停掉)"
-    r"|\b(?:stopped|dropped|ditched|quit|binned)\s+the\s+old\s+(?:one|ones|stuff)\b"
-    r"|\bthe\s+old\s+(?:one|ones)\s+(?:is|are|'s|'re)\s+(?:gone|done|out)\b",
-    re.IGNORECASE,
-)
-
-
 # the previous one of its kind, named by what it was: 原来那家, 之前那个, 老的那对,
-# "the old farm", "my former coach", "Kev's old van": the change speaks of the one before
+# "the old farm", "my former coach", "Kev's old van", "stopped the old ones" (dropped or
+# not: 原来那个就不吃了): the change speaks of the one before
 _THE_PREVIOUS = re.compile(
     r"(?:原来|之前|以前|原先|先前|老)的?(?:那|这)(?:个|家|台|对|位|款|种|辆|部|只|把|间|套|所|条|张|本)"
-    r"|\b(?:the|my|our|his|her|their|\w+'s)\s+(?:old|previous|former)\s+"
+    # "Kev's old van", not "it's old news"
+    r"|\b(?:the|my|our|his|her|their|(?!(?:it|that|what|there|here|who|he|she|this)'s)\w+'s)"
+    r"\s+(?:old|previous|former)\s+"
     r"(?!(?:friends?|school|days|times|man|lady|folks|boys?|girls?|self|hands?|age)\b)[a-z]{3,}",
     re.IGNORECASE,
 )
