@@ -39,6 +39,16 @@ ACTIONS: tuple[str, ...] = ("new", "restatement", "update", "unrelated")
 
 _P = r"，。,、；;：:！!？?"  # clause punctuation, both scripts
 
+WEEKDAYS = frozenset(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])
+MONTHS = frozenset(
+    """january february march april may june july august september october november
+    december""".split()  # noqa: SIM905
+)
+# what "old" or "former" says of a person or a time, not of an earlier one replaced: "old
+# friends", "my old man", "old school" (the change cue here, `sameness.nearest_change`'s
+# "the old bakery")
+NOT_AN_EARLIER_ONE = r"(?:friends?|school|days|times|man|lady|folks|boys?|girls?|self|hands?|age)\b"
+
 # -- change cues ---------------------------------------------------------------------------
 
 _EN_CUE = re.compile(
@@ -67,7 +77,7 @@ _EN_CUE = re.compile(
     r"|for\s+a\s+while|temporarily|until\s+further\s+notice|covering|cover(?:s|ing)?\s+for"
     r"|fill(?:s|ing)?\s+in|stand(?:s|ing)?\s+in|hired\s+by|joined|lately|recently"
     r"|(?:this|next)\s+(?:term|semester|season)|(?:up|down)\s+to(?=\s+[\d$€£])"
-    r"|(?<![-\w])(?:old|former|previous)(?=\s+(?!friends?\b|school\b|days\b|times\b)[a-z])"
+    r"|(?<![-\w])(?:old|former|previous)(?=\s+(?!" + NOT_AN_EARLIER_ONE + r")[a-z])"
     # what came of something ("we're back with HireLoop", "ended up signing with …")
     r"|ended\s+up|settled\s+on|slid|slipped|moves?\s+to|from\s+here\s+on|gone\s+(?:up|down)"
     r"|back\s+with|bring\s+(?:\w+\s+){0,3}forward|scrap(?:ped)?|relocat\w*|pulled\s+out"
@@ -222,9 +232,8 @@ _NOT_LEAD = (
 # a value named on its own, whatever follows it: a day (Tuesdays too), a month, a clock
 # time, a day of the month or a name ("Dr. Rao", "Marks & Spencer")
 _NAMED_VALUE = (
-    r"(?P<old>(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)days?(?![\w'])"
-    r"|(?:January|February|March|April|May|June|July|August|September|October|November"
-    r"|December)(?![\w'])"
+    r"(?P<old>(?:" + "|".join(sorted(day.capitalize() for day in WEEKDAYS)) + r")s?(?![\w'])"
+    r"|(?:" + "|".join(sorted(month.capitalize() for month in MONTHS)) + r")(?![\w'])"
     r"|\d{1,2}[:.]\d{2}(?:\s*[ap]\.?m\b\.?)?(?![\w:])|\d{1,2}\s*[ap]\.?m\b\.?"
     r"|\d{1,2}(?:st|nd|rd|th)\b"
     r"|(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s*)?(?!" + _NOT_LEAD + r"\b)[A-Z][\w&-]*(?<!'s)"
@@ -461,7 +470,7 @@ def _zh_left_behind(body: str) -> list[str]:
 _WHEN_TAIL = re.compile(
     r"\s+(?:on\s+(?:the\s+)?\w+|last\s+\w+|this\s+\w+|next\s+\w+|yesterday|today|tonight"
     r"|in\s+[A-Z]\w+|in\s+\d{4}|after\s+.+|when\s+.+|because\s+.+|since\s+.+|as\s+of\s+.+"
-    r"|at\s+the\s+(?:start|end)\s+of\s+.+|for\s+the\s+rest\s+of\s+.+)$",
+    r"|at\s+the\s+(?:start|end)\s+of\s+.+|for\s+the\s+rest\s+of\s+.+|in\s+the\s+end|after\s+all)$",
 )
 
 
@@ -727,13 +736,6 @@ def _zh_number(word: str) -> int:
         return int("".join(str(_ZH_DIGIT[c]) for c in word))
     tens, _, ones = word.partition("十")
     return (_ZH_DIGIT[tens] if tens else 1) * 10 + (_ZH_DIGIT[ones] if ones else 0)
-
-
-WEEKDAYS = frozenset(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])
-MONTHS = frozenset(
-    """january february march april may june july august september october november
-    december""".split()  # noqa: SIM905
-)
 
 
 # -- who a statement is about ------------------------------------------------------------------

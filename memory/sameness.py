@@ -29,6 +29,7 @@ from typing import Literal
 
 from memory.reconcile import (
     MONTHS,
+    NOT_AN_EARLIER_ONE,
     RELATION_WORDS,
     THIRD_PERSON,
     WEEKDAYS,
@@ -2278,7 +2279,7 @@ _THE_PREVIOUS = re.compile(
     # "Kev's old van", not "it's old news"
     r"|\b(?:the|my|our|his|her|their|(?!(?:it|that|what|there|here|who|he|she|this)'s)\w+'s)"
     r"\s+(?:old|previous|former)\s+"
-    r"(?!(?:friends?|school|days|times|man|lady|folks|boys?|girls?|self|hands?|age)\b)[a-z]{3,}",
+    r"(?!" + NOT_AN_EARLIER_ONE + r")[a-z]{3,}",
     re.IGNORECASE,
 )
 

@@ -72,7 +72,17 @@ def test_change_cues_are_recognised(text: str) -> None:
     assert change_cue(text)
 
 
-@pytest.mark.parametrize("text", ["I like hiking.", "Anna's birthday is on 3 May.", "我喜欢喝茶。"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I like hiking.",
+        "Anna's birthday is on 3 May.",
+        "我喜欢喝茶。",
+        # "old" of a person, not of an earlier one (heldout23, written blind)
+        "He's a structural engineer, following in his old man's footsteps.",
+        "I had lunch with some old friends from school.",
+    ],
+)
 def test_plain_statements_have_no_change_cue(text: str) -> None:
     assert not change_cue(text)
 
@@ -132,6 +142,22 @@ def test_plain_statements_have_no_change_cue(text: str) -> None:
         ("Rather than Aviva we went with Allianz this year.", "Aviva"),
         ("We now buy from Fenwick rather than Marks & Spencer.", "Marks & Spencer"),
         ("I gave up on Duolingo and take Spanish lessons on italki.", "Duolingo"),
+        # the same wordings in blind-written files (heldout70, heldout29, heldout40, read)
+        (
+            "Gave up on Ringsend in the end — I'm rowing with the Liffey Scullers out of "
+            "Islandbridge these days, sure it's ten minutes from the office.",
+            "Ringsend",
+        ),
+        (
+            "João gave up on Onda Norte; he goes to Caparica Surf Lab instead, the instructor "
+            "there actually fixes his pop-up.",
+            "Onda Norte",
+        ),
+        (
+            "Min goes on Mondays and Thursdays now rather than Tuesday and Friday, because the "
+            "growers restock on those days.",
+            "Tuesday",
+        ),
         ("盒马的菜不订了，叮咚买菜送得更快。", "盒马的菜"),
         ("喜马拉雅的会员不续了，改听得到。", "喜马拉雅的会员"),
     ],
@@ -271,6 +297,12 @@ def _active(store: ConclusionStore) -> list[str]:
             "I gave up on Duolingo and take Spanish lessons on italki.",
         ),
         ("我们订的是盒马的菜。", "盒马的菜不订了，叮咚买菜送得更快。"),
+        (  # heldout70 (written blind, read): given up on, "in the end" no part of the name
+            "I've joined Ringsend Sculling Club — savage early starts, but the craic in the "
+            "boathouse is mighty.",
+            "Gave up on Ringsend in the end — I'm rowing with the Liffey Scullers out of "
+            "Islandbridge these days, sure it's ten minutes from the office.",
+        ),
     ],
 )
 def test_updates_phrased_with_cues_supersede(
