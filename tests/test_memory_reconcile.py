@@ -748,6 +748,37 @@ def test_a_replacement_retires_every_wording_of_the_old_value(
     assert _active(store) == ["Kornblume closed, so I get my bread at Backhaus Mayer now."]
 
 
+def test_the_remember_tool_reports_every_row_a_replacement_retired(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A write is reported as it happened: the tool's result names the other wording
+    of the old value that went with it, not only the row it replaced."""
+    from assistant.testing import ScriptedModel, calls, text
+
+    change = "Kornblume closed, so I get my bread at Backhaus Mayer now."
+    assistant = Assistant(
+        load_settings(),
+        model=ScriptedModel([calls(("memory_remember", {"text": change})), text("Noted.")]),
+    )
+    try:
+        assert assistant.memory is not None
+        store = assistant.memory.store
+        monkeypatch.setattr(store, "judge", None)  # the rules reconcile
+        first = store.remember("I buy my bread at the Kornblume bakery on Hill Road.")
+        second = _stored_apart(
+            store, "I get my bread from Kornblume, the bakery on Hill Road.", monkeypatch
+        )
+        [call] = assistant.ask("Kornblume closed; I go to Backhaus Mayer now.").tool_calls
+        assert call.result["action"] == "superseded"
+        retired = {call.result["replaced"]["id"]} | {
+            row["id"] for row in call.result["also_replaced"]
+        }
+        assert retired == {first.conclusion.id, second}
+        assert all(row["status"] == "superseded" for row in call.result["also_replaced"])
+    finally:
+        assistant.close()
+
+
 def test_a_value_that_went_away_is_replaced(store: ConclusionStore) -> None:
     store.remember("我家狗狗的美容师是周师傅。")
     done = store.remember("周师傅回老家了，狗狗以后由吴师傅来剪。")

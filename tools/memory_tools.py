@@ -109,6 +109,8 @@ def memory_tools(store: ConclusionStore) -> list[Tool]:
         result: dict[str, Any] = {"action": remembered.action, **_row(remembered.conclusion)}
         if remembered.previous is not None:
             result["replaced"] = _row(remembered.previous)
+        if remembered.also_replaced:  # the replaced value's other rows went with it
+            result["also_replaced"] = [_row(row) for row in remembered.also_replaced]
         if remembered.decision is not None:  # how it was reconciled, for the trace
             result["decision"] = remembered.decision.as_dict()
         return result
