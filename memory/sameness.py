@@ -1543,6 +1543,10 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
             return None  # "with Luisa Hoffmann" / "with Hanna Hoffmann": two people
         if _one_persons_two_facts(specific, fresh, dropped, old, new):
             return None  # 老爸's pills are no value of 老爸's video call
+        if len(specific) == 1 and _unlike_values(
+            {v for v in fresh if not _plain_word_in(v, old)}, dropped, names=not has_han(old + new)
+        ):
+            return None  # 游泳教练是林教练 / 游泳课改到周六上午: the lessons' day, not the coach
         why = "a new value" + (" with a change cue" if change_cue(new) else "")
         return "update", f"{why}, same topic ({', '.join(sorted(shared)[:3])})"
     who = _who(new)
@@ -1978,16 +1982,27 @@ def _broad_kind(value: str) -> str | None:
     return None
 
 
+def _value_kinds(found: set[str] | frozenset[str], *, names: bool) -> set[str]:
+    """The values' coarse kinds (`_broad_kind`; with `names`, "name" for a Latin name),
+    those of no known kind left out."""
+    kinds = ("name" if names and _kind(v) == "name" else _broad_kind(v) for v in found)
+    return {kind for kind in kinds if kind is not None}
+
+
 def _alike_values(fresh: set[str], dropped: set[str], *, names: bool = False) -> bool:
     """Is a new value of a kind a dropped one was (6月4号 for 6月5号, 康宁护理中心 for
     松鹤养老院; with `names`, KPMG for Deloitte)? When the two statements share only whom
     they are of, that is what says the new one is another value of the same fact."""
+    return bool(_value_kinds(fresh, names=names) & _value_kinds(dropped, names=names))
 
-    def kind(value: str) -> str | None:
-        return "name" if names and _kind(value) == "name" else _broad_kind(value)
 
-    kinds = {kind(v) for v in dropped} - {None}
-    return any(kind(v) in kinds for v in fresh)
+def _unlike_values(fresh: set[str], dropped: set[str], *, names: bool = False) -> bool:
+    """Are the new values and the dropped ones of known kinds, none of the one side's
+    kinds the other's (a day for a person, a sum for a place)? Then one shared topic word
+    ties two facts of one thing (the swimming lessons' day, the swimming coach), not one
+    fact changed."""
+    new, gone = _value_kinds(fresh, names=names), _value_kinds(dropped, names=names)
+    return bool(new) and bool(gone) and not new & gone
 
 
 def _named_short(stored: set[str] | frozenset[str], text: str) -> set[str]:

@@ -709,6 +709,18 @@ def test_values_and_topic_in_both_languages() -> None:
             "Preston那个市场要拆了，她这阵子周六都去Brunswick Market摆摊了。",
             None,
         ),
+        # one shared topic word, and a new value of another kind than the one dropped (a
+        # day for a coach, a time for a teacher): two facts of one thing
+        ("我儿子的游泳教练是林教练。", "游泳课改到周六上午了。", None),
+        ("My daughter's piano teacher is Ms. Okafor.", "Piano is on Thursday at 5 now.", None),
+        (
+            "My son's swimming coach is Mr. Harris.",
+            "Swimming has moved to Saturday mornings now.",
+            None,
+        ),
+        # the same kind of value moved: still the one fact
+        ("我们乐队每周四晚上排练。", "乐队排练改到周六下午了。", "update"),
+        ("我儿子周三下午去游泳。", "游泳改到周六上午了。", "update"),
     ],
 )
 def test_near_judges_by_the_statements_parts(old: str, new: str, verdict: str | None) -> None:
