@@ -1544,7 +1544,10 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
         if _one_persons_two_facts(specific, fresh, dropped, old, new):
             return None  # 老爸's pills are no value of 老爸's video call
         if len(specific) == 1 and _unlike_values(
-            {v for v in fresh if not _plain_word_in(v, old)}, dropped, names=not has_han(old + new)
+            {v for v in fresh if not _plain_word_in(v, old)},
+            old_now,
+            old,
+            names=not has_han(old + new),
         ):
             return None  # 游泳教练是林教练 / 游泳课改到周六上午: the lessons' day, not the coach
         why = "a new value" + (" with a change cue" if change_cue(new) else "")
@@ -1996,13 +1999,20 @@ def _alike_values(fresh: set[str], dropped: set[str], *, names: bool = False) ->
     return bool(_value_kinds(fresh, names=names) & _value_kinds(dropped, names=names))
 
 
-def _unlike_values(fresh: set[str], dropped: set[str], *, names: bool = False) -> bool:
-    """Are the new values and the dropped ones of known kinds, none of the one side's
-    kinds the other's (a day for a person, a sum for a place)? Then one shared topic word
-    ties two facts of one thing (the swimming lessons' day, the swimming coach), not one
-    fact changed."""
-    new, gone = _value_kinds(fresh, names=names), _value_kinds(dropped, names=names)
-    return bool(new) and bool(gone) and not new & gone
+def _unlike_values(
+    fresh: set[str], held: set[str] | frozenset[str], old: str, *, names: bool = False
+) -> bool:
+    """Are the new values of known kinds the stored statement `old` (its values `held`)
+    states none of, while it states values of other known kinds (a day for a person, a sum
+    for a place)? Then one shared topic word ties two facts of one thing (the swimming
+    lessons' day, the swimming coach), not one fact changed. A time the stored statement
+    says in words ("on weekends", 每周) counts as one of its kinds."""
+
+    def kinds(found: set[str] | frozenset[str]) -> set[str]:
+        return {"time" if k in ("day", "zh-time") else k for k in _value_kinds(found, names=names)}
+
+    new, had = kinds(fresh), kinds(held) | ({"time"} if gives("time", old) else set())
+    return bool(new) and bool(had) and not new & had
 
 
 def _named_short(stored: set[str] | frozenset[str], text: str) -> set[str]:

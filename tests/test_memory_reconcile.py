@@ -718,9 +718,36 @@ def test_values_and_topic_in_both_languages() -> None:
             "Swimming has moved to Saturday mornings now.",
             None,
         ),
+        # the same from blind-written files (heldout16, heldout98; read): a room for a
+        # teacher, a clock time for a person
+        (
+            "我们高二物理备课组的组长是钱老师，每周的备课安排都听他的。",
+            "期中考试我被安排在实验楼302监考。",
+            None,
+        ),
+        (
+            "早班是马师傅负责的, he's the one who starts pulling noodles before we open.",
+            "Sydney people just don't eat noodles at dawn — "
+            "以后早上7点才开门，六点多开着也是白开灯。",
+            None,
+        ),
         # the same kind of value moved: still the one fact
         ("我们乐队每周四晚上排练。", "乐队排练改到周六下午了。", "update"),
         ("我儿子周三下午去游泳。", "游泳改到周六上午了。", "update"),
+        # blind-written (heldout91, heldout58; read): a kind the stored text holds beside
+        # other values (陈老师 for 林老师), or says in words ("on weekends" for Saturday)
+        (
+            "俊杰的数学补习是陈老师在教，星期六上午在宏茂桥上课。",
+            "俊杰说陈老师讲的他都听不懂，我们就帮他找了林老师，上星期开始上课了。",
+            "update",
+        ),
+        (
+            "On weekends I've been playing pickleball at the courts behind Huanhuaxi Park with "
+            "two guys from the tower.",
+            "Gave up pickleball after the wrist thing — it's squash on Saturday afternoons for "
+            "me these days.",
+            "update",
+        ),
     ],
 )
 def test_near_judges_by_the_statements_parts(old: str, new: str, verdict: str | None) -> None:
