@@ -184,6 +184,10 @@ ORDER_DEPTH = 5
 # 0.25, 15 and 4); run in full at 0.30, its two wrong links scored 0.300 and 0.308 and
 # its eight right ones 0.304-0.391
 ACROSS_CHANGE = 0.31
+# and at this or more when the two rows also write one value alike (a name, a code or a
+# date: "Tyro", "5月25号"), which two other facts seldom do. Read files, replayed on their
+# gold rows between 0.20 and 0.31: 7 missed updates linked, no other fact
+ACROSS_CHANGE_NAMED = 0.20
 # how many nearest rows of each script that check reads
 ACROSS_DEPTH = 20
 # the scripts' centres are the means of at most this many of the newest rows, read again
@@ -939,9 +943,10 @@ class ConclusionStore:
         """The row in the other script a change replaces ("Card payments go through a
         Tyro terminal", then "我们的POS换成Square了"): its nearest active row of the kind
         there, each script's centre taken off (`memory.scripts`), at `ACROSS_CHANGE` or
-        more, when no row of its own script is as near. Words and frames, which the rules
-        read, are not shared across two languages; this nearness is, once each language's
-        common direction is gone. Never a row about another subject."""
+        more (`ACROSS_CHANGE_NAMED` when both write a value alike), when no row of its own
+        script is as near. Words and frames, which the rules read, are not shared across
+        two languages; this nearness is, once each language's common direction is gone.
+        Never a row about another subject."""
         if not (change_cue(text) or correction_cue(text)):
             return None
         centre = self._script_centres()
@@ -971,7 +976,11 @@ class ConclusionStore:
             if scored:
                 nearest[script] = max(scored, key=lambda pair: pair[0])
         theirs = nearest.get(other_script(mine))
-        if theirs is None or theirs[0] < ACROSS_CHANGE:
+        if theirs is None or theirs[0] < ACROSS_CHANGE_NAMED:
+            return None
+        if theirs[0] < ACROSS_CHANGE and not values(theirs[1].text, loose=True) & values(
+            text, loose=True
+        ):
             return None
         own = nearest.get(mine)
         if own is not None and own[0] >= theirs[0]:

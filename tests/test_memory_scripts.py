@@ -42,6 +42,21 @@ SAID = [
     "菜园那块 C-14 还是我的，今天去浇了水，莴笋冒芽了。",
 ]
 CHANGE = "小宇那个机器人社团换地方了，Makerspace 的租约到期，现在都去 Britannia 社区中心搞。"
+# what she said next (steps 24-31), and then the club again, in English, by its new name
+LATER = [
+    "Nobody's even come to look at the piano in three weeks, so I knocked it down to $1,950.",
+    "表姐的婚礼推了哈，男方屋头嫌国庆的酒席太贵，定到明年正月初六再办。",
+    "这周五照旧在王姐那儿搓，三缺一的话喊我。",
+    "Darnell moved over to the day side, and Harpreet Sandhu is the one we go to on nights now.",
+    "After the fee changes I moved all my accounts over to Coast Capital; their branch is "
+    "open Saturdays, which suits my sleep schedule way better.",
+    "Good news — VFS had a cancellation, so Mom's biometrics got moved up to May 9.",
+    "周一那天晚上实在遭不住，困得眼睛都睁不开，现在都是周三早上下班回来顺手就把饭备了。",
+    "菜园要挖开修水管，我们几家被临时挪到 F-7 那块，在角角头，晒不到好多太阳。",
+]
+AGAIN = (
+    "Dropped Ethan at Britannia for robotics again tonight; he's obsessed with the new drivetrain."
+)
 ROBOTICS = SAID[4]
 OWENS = SAID[5]
 
@@ -62,6 +77,13 @@ def test_a_change_said_in_the_other_language_replaces_its_row(store: ConclusionS
     assert _active(store) == (before - {ROBOTICS}) | {CHANGE}
     assert OWENS in _active(store)
     assert [row.text for row in store.history(done.conclusion.id)] == [ROBOTICS]
+    # said again in English with the value written alike ("Britannia"), at a nearness
+    # below `ACROSS_CHANGE`: still one fact, stored as its newest wording
+    for text in LATER:
+        store.remember(text)
+    again = store.remember(AGAIN)
+    assert again.previous is not None and again.previous.text == CHANGE, again.decision
+    assert [t for t in _active(store) if "Britannia" in t] == [AGAIN]
 
 
 def test_a_change_nothing_in_the_other_language_is_about_stays_new(
