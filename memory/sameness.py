@@ -1014,7 +1014,11 @@ def stated_as_anothers(text: str) -> bool:
     body = unicodedata.normalize("NFKC", text).strip()
     if _EN_ANOTHERS.match(body):
         return True
-    return any(re.match(rf"(?:我们?|咱们?|俺)?家?{re.escape(p)}的", body) for p in whose(body))
+    people = "|".join(re.escape(p) for p in sorted(whose(body), key=len, reverse=True))
+    # a relation and a name: 我朋友小雨的…, 我同事老王的…
+    return bool(people) and bool(
+        re.match(rf"(?:我们?|咱们?|俺)?家?(?:(?:{people})的?)?(?:{people})的", body)
+    )
 
 
 _EN_ANOTHERS = re.compile(r"(?:my|our)\s+(?:[\w-]+\s+){0,2}?[\w-]+'s\s", re.IGNORECASE)
@@ -1348,6 +1352,13 @@ def _new_beside_named(old: str, new: str, head: str) -> bool:
     body = unicodedata.normalize("NFKC", new)
     said = re.search(rf"\bnew\s+{re.escape(head)}\w*", body, re.IGNORECASE)
     return bool(said) and not change_cue(body[: said.start()] + body[said.end() :])
+
+
+def new_one_beside_named(old: str, new: str) -> bool:
+    """Is the new statement's one word of change "new" on a noun the stored one names
+    ("For the new stall the rent is …" / "… the Old Airport Road stall will cost …")?"""
+    shared = _overlap(topic(old), topic(new))[0]
+    return any(_new_beside_named(old, new, head) for head in shared)
 
 
 def _speakers_group(text: str, head: str) -> bool:

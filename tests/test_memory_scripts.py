@@ -1,7 +1,10 @@
-"""A change said in the other language (memory.scripts, `ConclusionStore._across_scripts`).
+"""A change the rules cannot link, found by nearness once each language's centre is taken
+off (memory.scripts, `ConclusionStore._centred_change`): said in the other language, or in
+the same one in words the rules do not read.
 
-The outside case is a blind-written scenario (heldout36, read): a nurse in Vancouver tells
-the assistant about work, her son's club and her family, in English and in Chinese."""
+The outside cases are blind-written scenarios (read): a nurse in Vancouver (heldout36), a
+retired couple in Chengdu (heldout28) and a PhD student in Delft (heldout19) tell the
+assistant about their lives, in English and in Chinese."""
 
 from __future__ import annotations
 
@@ -134,3 +137,125 @@ def test_centres_need_three_rows_of_each_script() -> None:
     assert np.allclose(centred(one, one), 0.0)
     moved = centred(np.array([1.0, 1.0], dtype=np.float32), one)
     assert np.isclose(np.linalg.norm(moved), 1.0)
+
+
+# the retired couple in Chengdu (heldout28, steps 1-24), then a change to the
+# granddaughter's bedtime in words the rules do not link to "meant to be in bed by 9:15"
+COUPLE = [
+    "Our allotment plot out at the community garden by the Jinjiang river is number B17 - "
+    "the one with the wonky bamboo trellis, in case you ever need to send Lao Zhou over there.",
+    "Funny thing, Mrs Li from the third floor has the plot right next to ours, B18, so we "
+    "end up swapping seedlings over the fence all the time.",
+    "我们几个退休的老同事约好了，每周三下午在王姐家打麻将，两点钟开桌。",
+    "I do tai chi in Wangjiang Park every morning with a little group of retirees; we "
+    "start at 6:45 sharp, and the fellow who leads it gets quite cross if you wander in late.",
+    "老周的降压药是氨氯地平，医生让他每天吃5毫克，早饭后吃。",
+    "Lao Zhou's heart specialist at West China Hospital is Dr. Luo - lovely man, though "
+    "he always runs about an hour behind.",
+    "我膝盖不太好，在小区旁边那家中医馆做针灸，找的是刘医生。",
+    "哎呀我刚才说岔了，给我扎针的是柳医生，木字旁那个柳，不是刘医生，刘医生是他们馆长。",
+    "Duoduo, our nine-year-old, is meant to be in bed by 9:15 on weeknights, though she "
+    "negotiates like a union rep every single evening.",
+    "乐乐上个月跆拳道考级过了，现在系黄带了，回家得意得不得了。",
+    "Every week we video call our son in Melbourne on Sunday at 17:00 Chengdu time, which "
+    "is evening for him after his dinner.",
+    "女儿在深圳上班忙得脚不沾地，她跟我们约的是每周二晚上九点以后视频，别的时候根本找不到人。",
+    "I get most of our groceries delivered through Hema these days; the grandkids adore "
+    "the seafood tanks whenever we visit the actual shop.",
+    "老年大学的书法班我报上名了，带班的是陈老师，讲楷书讲得特别细。",
+    "菜地的租金是一年800块，每年开春交给社区。",
+    "今年五一我们打算去大理玩几天，老周一直念叨想看洱海。",
+    "For the big trip to see our son we're planning to set off on December 12 and stay "
+    "with him through New Year.",
+    "It's pitch dark at dawn now, so the tai chi lot agreed on 7:15 - honestly my knees "
+    "are grateful for the extra half hour under the duvet.",
+    "Lao Zhou also changed his routine: his morning walk along the river is at 8:30 now, "
+    "after his bowl of porridge.",
+    "王姐说她那天下午要去接孙子，打不成了，我们那桌就挪到周五下午了。",
+    "楼下张姐她们那桌也改时间了，改成周日打，正好跟我们错开。",
+    "老周这回量血压还是偏高，医生给他加了量，现在一天吃10毫克。",
+    "Ended up taking C9 at the community garden - it sits right beside the water tank, so "
+    "no more hauling buckets for Lao Zhou's bad back.",
+    "Mrs Li moved as well, of course, she couldn't bear to lose her gardening gossip - "
+    "she's got D6 now, two rows down from us.",
+]
+BEDTIME = COUPLE[8]
+NEIGHBOURS_TABLE = COUPLE[20]
+EARLIER = (
+    "Her mum rang from work and asked us to bring Duoduo's bedtime forward to 8:45, "
+    "because the girl has been yawning through every morning."
+)
+
+
+def test_a_change_the_rules_miss_replaces_its_nearest_row(store: ConclusionStore) -> None:
+    said = {text: store.remember(text) for text in COUPLE}
+    # the neighbours' mahjong table moved too: worded as theirs, it stays a fact of its own
+    assert said[NEIGHBOURS_TABLE].action == "created", said[NEIGHBOURS_TABLE].decision
+    before = _active(store)
+    assert BEDTIME in before and NEIGHBOURS_TABLE in before
+    done = store.remember(EARLIER)
+    assert done.action == "superseded", done.decision
+    assert done.previous is not None and done.previous.text == BEDTIME
+    assert done.decision is not None and "centre taken off" in done.decision.reason
+    assert _active(store) == (before - {BEDTIME}) | {EARLIER}
+
+
+# the PhD student in Delft (heldout19, steps 1-26), then a friend's appointment, moved too
+STUDENT = [
+    "Some background so you can keep up with me: I'm in the second year of a PhD in "
+    "materials science at TU Delft, and my promotor, the professor officially in charge "
+    "of it all, is Prof. Hendriks.",
+    "Funny thing — my flatmate Marco is also doing a PhD, over in chemical engineering, "
+    "and his supervisor is Prof. Bakker.",
+    "每周日上午十点我跟武汉的爸妈视频，他们那边正好下午五点，吃晚饭前聊一个小时左右。",
+    "I have a standing XRD booking in the basement lab: Tuesday mornings, nine till noon.",
+    "Day to day I mostly work with my co-supervisor, Dr. Maas — she's the one who "
+    "actually reads my slides before group meeting.",
+    "我现在住的这间房每个月620欧，包水电和网，在Delft算便宜的了。",
+    "This year's plan is to send an abstract to EUROMAT; the deadline is roughly six weeks out.",
+    "They finally gave me a real desk, in room B2.14 on the second floor of 3mE.",
+    "Ugh, typo — B2.41, not B2.14. B2.14 is the little kitchen across the corridor, I'd "
+    "never get anything done there.",
+    "Weekends are for volleyball: I play Saturday mornings at the campus sports centre "
+    "with a mixed uni team.",
+    "My flatmate Sanne gave up hockey this autumn and switched to korfball; she says the "
+    "team's much more relaxed.",
+    "居留许可要续签，我在IND约了3月12日上午去采指纹和拍照，地点在海牙。",
+    "For the first paper out of my thesis we're aiming for Acta Materialia; the "
+    "grain-boundary segregation data is finally solid.",
+    "Priya in my group pulled her manuscript from Small and sent it to Nano Letters "
+    "instead, the review at Small was taking forever.",
+    "Household thing: in our flat Lukas looks after the shared grocery kitty — he sends "
+    "everyone a Tikkie at the end of the month.",
+    "On the side I'm a TA, paid by the hour. I run the tutorials for Phase "
+    "Transformations, a second-year bachelor course.",
+    "买中国调料和速冻饺子我一般去东方行，老干妈和香醋那里都有。",
+    "导师说论文初稿最晚5月底要给他看，不然暑假前改不完。",
+    "People keep asking whether Hendriks is retiring early. He's not; he's still my "
+    "promotor and plans to stay until I defend.",
+    "The technician reshuffled all the XRD bookings after the new detector went in, and I "
+    "ended up with Thursday afternoons, 1 to 5.",
+    "我爸现在周日上午要去社区帮忙，所以跟爸妈视频挪到周六下午三点了，他们那边晚上十点，聊完正好睡觉。",
+    "Big news in the group: Dr. Maas accepted a post in Leuven, and Dr. Janssens has "
+    "taken over from her as my co-supervisor.",
+    "刚收到中介邮件，下个月起每月得交655欧了，说是供暖成本涨了，真心疼。",
+    "We were never going to make the EUROMAT deadline after the furnace broke down, so "
+    "we're aiming for E-MRS Spring in Strasbourg instead.",
+    "Not doing volleyball any more for now, half the team graduated and it fell apart. "
+    "These days it's squash on Saturdays with a guy from my office.",
+    "IND那边说系统升级，我的预约被改到4月2日了，还是上午，地点没变。",
+]
+FRIENDS_APPOINTMENT = (
+    "我朋友小雨的IND预约也被推后了，她那个改到了5月6日，我们本来还想同一天去海牙。"
+)
+
+
+def test_someone_elses_change_beside_the_speakers_stays_apart(store: ConclusionStore) -> None:
+    """The friend's residence-permit appointment was pushed back as well: near the
+    speaker's own in every way but whose it is, it is a fact of its own."""
+    for text in STUDENT:
+        store.remember(text)
+    before = _active(store)
+    done = store.remember(FRIENDS_APPOINTMENT)
+    assert done.action == "created", done.decision
+    assert _active(store) == before | {FRIENDS_APPOINTMENT}
