@@ -259,3 +259,28 @@ def test_someone_elses_change_beside_the_speakers_stays_apart(store: ConclusionS
     done = store.remember(FRIENDS_APPOINTMENT)
     assert done.action == "created", done.decision
     assert _active(store) == before | {FRIENDS_APPOINTMENT}
+
+
+# templated rows as bench/memory_scale.py writes them by the thousand: one meeting each
+MEETINGS = [
+    "The Quiet Anchor budget meeting with Lena Martin moved to 25 December 2025 at 11:00.",
+    "The Amber Tide budget meeting with Ida Voigt moved to 13 August 2024 at 9:45.",
+    "The Scarlet Delta budget meeting with Yannick Patel moved to 17 September 2026 at 18:45.",
+    "The Golden Bridge budget meeting with George Sommer moved to 27 April 2025 at 16:30.",
+    "和韩子建的晨光系统预算会议改到2024年10月9日下午两点。",
+    "和刘海涛的远航项目评审会改到2025年3月2日上午十点。",
+    "和周静的青禾门店预算会议改到2026年1月15日下午三点。",
+]
+
+
+def test_two_meetings_each_with_its_own_person_stay_two(store: ConclusionStore) -> None:
+    """Among a life's other facts the templated meetings are near one another even with
+    each language's centre taken off (0.56); a meeting with another person is still
+    another meeting."""
+    for text in [*SAID, *MEETINGS]:
+        store.remember(text)
+    before = _active(store)
+    new = "The Blue Orchard budget meeting with Selma Neumann moved to 11 October 2025 at 12:00."
+    done = store.remember(new)
+    assert done.action == "created", done.decision
+    assert _active(store) == before | {new}
