@@ -960,8 +960,9 @@ class ConclusionStore:
           both write a value alike): words and frames, which the rules read, are not
           shared across two languages;
         - in its own, at `CENTRED_CHANGE` or more, unless one of the two is worded as
-          someone else's fact (`_anothers_fact`).
-        Never a row about another subject, nor one the rules hold apart (`_held_apart`)."""
+          someone else's fact (`_anothers_fact`) or the rules hold the two apart
+          (`_held_apart`).
+        Never a row about another subject."""
         if not (change_cue(text) or correction_cue(text)):
             return None
         nearest = self._centred_nearest(text, kind)
@@ -975,12 +976,14 @@ class ConclusionStore:
                 return None
         elif own is not None and own[0] >= CENTRED_CHANGE:
             similarity, old = own
-            if _anothers_fact(old.text, text):
+            # (the rules' people and names do not hold across two scripts: "Ethan" and
+            # 小宇 are one boy, whom `led_by_others` would take for two)
+            if _anothers_fact(old.text, text) or _held_apart(old.text, text):
                 return None
         else:
             return None
         old_keys = _keys(old.subject, old.text)
-        if (keys and old_keys and not keys & old_keys) or _held_apart(old.text, text):
+        if keys and old_keys and not keys & old_keys:
             return None
         return old, similarity, across
 
