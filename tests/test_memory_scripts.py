@@ -68,6 +68,16 @@ def _active(store: ConclusionStore) -> set[str]:
     return {c.text for c in store.list(limit=100)}
 
 
+def _stays_new(store: ConclusionStore, said: list[str], new: str) -> None:
+    """After `said`, `new` is stored as a fact of its own and nothing else changes."""
+    for text in said:
+        store.remember(text)
+    before = _active(store)
+    done = store.remember(new)
+    assert done.action == "created", done.decision
+    assert _active(store) == before | {new}
+
+
 def test_a_change_said_in_the_other_language_replaces_its_row(store: ConclusionStore) -> None:
     for text in SAID:
         store.remember(text)
@@ -92,14 +102,8 @@ def test_a_change_said_in_the_other_language_replaces_its_row(store: ConclusionS
 def test_a_change_nothing_in_the_other_language_is_about_stays_new(
     store: ConclusionStore,
 ) -> None:
-    for text in SAID:
-        store.remember(text)
-    before = _active(store)
     # a new fact told as a change: its nearest row across the scripts is no fact of it
-    news = "我们家的猫粮现在换成渴望了，之前那个牌子它不爱吃。"
-    done = store.remember(news)
-    assert done.action == "created", done.decision
-    assert _active(store) == before | {news}
+    _stays_new(store, SAID, "我们家的猫粮现在换成渴望了，之前那个牌子它不爱吃。")
 
 
 def test_one_language_has_nothing_to_centre_across(store: ConclusionStore) -> None:
@@ -253,12 +257,7 @@ FRIENDS_APPOINTMENT = (
 def test_someone_elses_change_beside_the_speakers_stays_apart(store: ConclusionStore) -> None:
     """The friend's residence-permit appointment was pushed back as well: near the
     speaker's own in every way but whose it is, it is a fact of its own."""
-    for text in STUDENT:
-        store.remember(text)
-    before = _active(store)
-    done = store.remember(FRIENDS_APPOINTMENT)
-    assert done.action == "created", done.decision
-    assert _active(store) == before | {FRIENDS_APPOINTMENT}
+    _stays_new(store, STUDENT, FRIENDS_APPOINTMENT)
 
 
 # templated rows as bench/memory_scale.py writes them by the thousand: one meeting each
@@ -277,10 +276,5 @@ def test_two_meetings_each_with_its_own_person_stay_two(store: ConclusionStore) 
     """Among a life's other facts the templated meetings are near one another even with
     each language's centre taken off (0.56); a meeting with another person is still
     another meeting."""
-    for text in [*SAID, *MEETINGS]:
-        store.remember(text)
-    before = _active(store)
     new = "The Blue Orchard budget meeting with Selma Neumann moved to 11 October 2025 at 12:00."
-    done = store.remember(new)
-    assert done.action == "created", done.decision
-    assert _active(store) == before | {new}
+    _stays_new(store, [*SAID, *MEETINGS], new)
