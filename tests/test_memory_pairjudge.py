@@ -283,3 +283,54 @@ def test_the_training_replay_labels_each_statement_by_its_chain(tmp_path: Path) 
     assert sorted(by_step[3].labels) == [0, 1]  # its own row, and the sister's
     assert by_step[5].labels == [1]  # the sister's row was forgotten
     assert all(len(row) == len(FEATURES) for case in cases for row in case.rows)
+
+
+# -- session 46: the judge, sure of another row, overrules the statements' parts -------------
+# Outside cases: blind-written scenarios (read), replayed up to the step.
+
+
+def _replayed(store: ConclusionStore, name: str, upto: int) -> list[str]:
+    """Scenario `name`'s statements before step `upto`, remembered in order (no forgets
+    among them); the statement of step `upto`."""
+    from test_memory_reconcile import _bench_module
+
+    path = Path(__file__).resolve().parent.parent / "bench" / "scenarios" / name
+    _, steps = _bench_module("memory_updates").load_scenario(path)
+    assert not any(step.forget for step in steps[:upto])
+    for step in steps[: upto - 1]:
+        store.remember(step.text, kind=step.kind)
+    return [step.text for step in steps[:upto]]
+
+
+@pytest.fixture
+def judged(store: ConclusionStore) -> Iterator[ConclusionStore]:
+    store.pair_judge = PairJudge.load()
+    assert store.pair_judge is not None
+    yield store
+    store.pair_judge = None
+
+
+def test_the_judge_sure_of_another_row_links_that_one(judged: ConclusionStore) -> None:
+    """A Qingdao fisherman (heldout101): the new skipper of boat one is a change of who
+    skippers it, not of where Zhang Tao moors his small boat, though the parts read
+    Zhang Tao's name in the reason and a new name after it."""
+    said = _replayed(judged, "heldout101_s34_a.yaml", 35)
+    skipper = next(t for t in said if t.startswith("刘大海腰间盘突出"))
+    moored = next(t for t in said if t.startswith("张涛那条小船"))
+    done = judged.remember(said[-1])
+    assert done.action == "superseded"
+    assert done.previous is not None and done.previous.text == skipper
+    assert done.decision is not None and "over the parts' pick" in done.decision.reason
+    assert moored in {c.text for c in judged.list(limit=100)}
+
+
+def test_the_judge_sure_of_another_row_keeps_the_parts_pick_active(
+    judged: ConclusionStore,
+) -> None:
+    """A village co-op (heldout38): who runs the co-op is not a change of where neighbour
+    Jiang buys his fertiliser, which the parts took for the same topic (合作社)."""
+    said = _replayed(judged, "heldout38_s18_c.yaml", 21)
+    jiang = next(t for t in said if t.startswith("老姜家不从合作社拿肥"))
+    done = judged.remember(said[-1])
+    assert done.previous is None or done.previous.text != jiang
+    assert jiang in {c.text for c in judged.list(limit=100)}
