@@ -47,7 +47,7 @@ from memory.extraction import (
 from memory.index import HybridIndex, Vectors, Weights
 from memory.instructions import InstructionRefused, instruction_to_assistant
 from memory.orderjudge import OrderJudge, Recalled
-from memory.pairjudge import Candidate, PairJudge
+from memory.pairjudge import FLOOR, Candidate, PairJudge
 from memory.reconcile import (
     RELATION_WORDS,
     Judgement,
@@ -969,9 +969,7 @@ class ConclusionStore:
         the judge 171 right, 7 wrong)."""
         if self.pair_judge is None:
             return None
-        rows = [old for doc_id, _ in similar if (old := by_id.get(doc_id)) and old.kind == kind]
-        sims = dict(similar)
-        weighed = self.pair_judge.weigh(text, [Candidate(old.text, sims[old.id]) for old in rows])
+        rows, weighed = self._weighed(self.pair_judge, text, kind, similar, by_id)
         sure = self.pair_judge.threshold
         mine = next((w for old, w in zip(rows, weighed, strict=True) if old.id == first.id), None)
         if mine is None or mine[0] is None or mine[1] >= 1 - sure:
@@ -980,7 +978,7 @@ class ConclusionStore:
             p >= sure for old, (_, p) in zip(rows, weighed, strict=True) if old.id != first.id
         ):
             return None
-        learned = self._learned(text, kind, keys, similar, by_id)
+        learned = self._learned(text, kind, keys, similar, by_id, (rows, weighed))
         if learned is None:
             return None, None, "the learned pair judge rules out the row the parts picked"
         old, p = learned
@@ -1074,6 +1072,26 @@ class ConclusionStore:
         self._centres = (size, found)
         return found
 
+    def _weighed(
+        self,
+        judge: PairJudge,
+        text: str,
+        kind: str,
+        similar: list[tuple[str, float]],
+        by_id: dict[str, Conclusion],
+    ) -> tuple[list[Conclusion], list[tuple[list[float] | None, float]]]:
+        """Every nearby row of the kind, with the judge's feature row and probability for
+        each (`PairJudge.weigh`; nothing is read when none is as near as `FLOOR`). Every
+        one is weighed, also one about another subject: the judge reads a row against the
+        others (heldout28: with the row about the dose left out, the vegetable plot's rent
+        "won" a restatement of the dose at 0.97)."""
+        rows = [old for doc_id, _ in similar if (old := by_id.get(doc_id)) and old.kind == kind]
+        sims = dict(similar)
+        candidates = [Candidate(old.text, sims[old.id]) for old in rows]
+        if not any(c.similarity >= FLOOR for c in candidates):
+            return rows, [(None, 0.0)] * len(rows)
+        return rows, judge.weigh(text, candidates)
+
     def _learned(
         self,
         text: str,
@@ -1081,21 +1099,16 @@ class ConclusionStore:
         keys: set[str],
         similar: list[tuple[str, float]],
         by_id: dict[str, Conclusion],
+        weighed: tuple[list[Conclusion], list[tuple[list[float] | None, float]]] | None = None,
     ) -> tuple[Conclusion, float] | None:
         """The one nearby row of the same kind the learned pair judge is sure `text` is
         about (`memory.pairjudge`), never one about another subject, with the judge's
-        probability."""
+        probability. `weighed`: what `_weighed` gave, when the caller read it already."""
         if self.pair_judge is None:
             return None
-        # every nearby row is weighed, also one about another subject: the judge reads a
-        # row against the others (heldout28: with the row about the dose left out, the
-        # vegetable plot's rent "won" a restatement of the dose at 0.97)
-        rows = [old for doc_id, _ in similar if (old := by_id.get(doc_id)) and old.kind == kind]
-        sims = dict(similar)
+        rows, probabilities = weighed or self._weighed(self.pair_judge, text, kind, similar, by_id)
         others = frozenset(i for i, old in enumerate(rows) if of_another(old.text, text))
-        pick = self.pair_judge.pick(
-            text, [Candidate(old.text, sims[old.id]) for old in rows], others
-        )
+        pick = self.pair_judge.choose(text, probabilities, others)
         if pick is None:
             return None
         i, p = pick

@@ -337,7 +337,16 @@ class PairJudge(Boosted):
         moved across to Ward 45" a guess between two wards)."""
         if not any(c.similarity >= FLOOR for c in candidates):
             return None
-        weighed = self.weigh(new, candidates)
+        return self.choose(new, self.weigh(new, candidates), others)
+
+    def choose(
+        self,
+        new: str,
+        weighed: Sequence[tuple[list[float] | None, float]],
+        others: frozenset[int] = frozenset(),
+    ) -> tuple[int, float] | None:
+        """`pick` over candidates already weighed (`weigh`): a caller that read their
+        probabilities first does not weigh them twice."""
         rows = [row for row, _ in weighed]
         scored = sorted(
             ((i, p) for i, (_, p) in enumerate(weighed) if i not in others),
