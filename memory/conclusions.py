@@ -108,6 +108,7 @@ from memory.sameness import (
     whose,
     whose_not_by_name,
     with_another,
+    zh_when,
 )
 from memory.scripts import centred, centres, other_script, script_of
 from memory.text import HAN, STOP_WORDS, has_han, stem, zh_words
@@ -2194,7 +2195,7 @@ def _zh_asked_name(query: str) -> set[str]:
     机构续他的证？"), as jieba tags a name; only the first word: elsewhere jieba's names
     are often common words (田野 of "我田野调查去哪个岛？")."""
     words = [(w, flag) for w, flag in zh_words(query) if w.strip()]
-    if words and words[0][1].startswith("nr") and len(words[0][0]) >= 2:
+    if words and words[0][1].startswith("nr") and len(words[0][0]) >= 2 and not zh_when(words, 0):
         return {words[0][0]}
     return set()
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from functools import lru_cache
 from itertools import pairwise
 from typing import Literal
@@ -595,8 +596,8 @@ def _people(text: str) -> frozenset[str]:
     for i, (word, flag) in enumerate(words[:-1]):
         if words[i + 1][0] == "家" and i + 2 < len(words) and words[i + 2][0] == "的":
             pass  # 隔壁李阿姨家的狗: whose is the word before 家
-        elif words[i + 1][0] != "的":
-            continue
+        elif words[i + 1][0] != "的" or zh_when(words, i):
+            continue  # 查词的时候…: "when looking words up", not 查词's thing
         elif (
             i
             and words[i - 1][0] in _ZH_USE_VERBS
@@ -607,6 +608,14 @@ def _people(text: str) -> frozenset[str]:
         if person or word in _ZH_OTHERS or _ZH_NEIGHBOUR.search(word):
             found.add(word)
     return frozenset(found)
+
+
+def zh_when(words: Sequence[tuple[str, str]], i: int) -> bool:
+    """Does `words[i]` open a clause of when ("查词的时候", "敬茶时")? jieba tags such
+    a verb as a name now and then (查词, 敬茶: a surname's character first); a clause
+    of when names no one whose a thing is."""
+    rest = [w for w, _ in words[i + 1 : i + 3]]
+    return rest[:2] == ["的", "时候"] or rest[:1] == ["时"] or rest[:2] == ["的", "时"]
 
 
 # verbs of using or choosing a product: 用斯蒂尔的 is the brand, not whose

@@ -3391,3 +3391,28 @@ def test_whose_a_row_is_by_a_word_for_whom(text: str, whose_it_is: set[str]) -> 
     from memory.sameness import whose_not_by_name
 
     assert whose_not_by_name(text) == whose_it_is
+
+
+def test_a_clause_of_when_names_no_one() -> None:
+    """"查词的时候…" is "when looking words up": jieba tags 查词 (and 敬茶) as a name, and
+    the row was read as someone else's, so a question about the speaker put it last."""
+    from memory.conclusions import _zh_asked_name
+    from memory.sameness import whose
+
+    assert whose("查词的时候我最依赖《新世纪汉英大词典》。") == frozenset()
+    assert whose("老陈的车位在B2，跟我们的不在一层。") == {"老陈"}
+    assert _zh_asked_name("敬茶的时候谁来主持？") == set()
+    assert _zh_asked_name("晓晓的自救培训是哪天？") == {"晓晓"}
+
+
+def test_the_speakers_row_with_a_clause_of_when_answers_a_question_about_them(
+    store: ConclusionStore,
+) -> None:
+    """A translator (heldout115, written blind): "which dictionary do I look things up in
+    most?" is answered by the dictionary row, not by the CAT tool row above it."""
+    from test_memory_pairjudge import _replayed
+
+    said = _replayed(store, "heldout115_s36_e.yaml", 8)
+    store.remember(said[-1])
+    found = store.recall("我最常查的是哪本词典？", 5)
+    assert found and found[0].text == said[-1]
