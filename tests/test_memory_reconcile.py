@@ -3394,8 +3394,9 @@ def test_whose_a_row_is_by_a_word_for_whom(text: str, whose_it_is: set[str]) -> 
 
 
 def test_a_clause_of_when_names_no_one() -> None:
-    """"查词的时候…" is "when looking words up": jieba tags 查词 (and 敬茶) as a name, and
-    the row was read as someone else's, so a question about the speaker put it last."""
+    """The clause "查词的时候…" means "when looking words up": jieba tags 查词 (and 敬茶)
+    as a name, and the row was read as someone else's, so a question about the speaker
+    put it last."""
     from memory.conclusions import _zh_asked_name
     from memory.sameness import whose
 
