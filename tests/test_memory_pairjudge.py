@@ -334,3 +334,16 @@ def test_the_judge_sure_of_another_row_keeps_the_parts_pick_active(
     done = judged.remember(said[-1])
     assert done.previous is None or done.previous.text != jiang
     assert jiang in {c.text for c in judged.list(limit=100)}
+
+
+def test_a_change_reached_through_a_replaced_row_needs_the_nearest_row(
+    judged: ConclusionStore,
+) -> None:
+    """A carer's notes (heldout113, written blind): Dad's watch swapped for a Xiaomi band
+    shares words with the hearing-aid shop's replaced row, but the watch row is nearer
+    and the judge rates it above the shop: the shop's current row stays active."""
+    said = _replayed(judged, "heldout113_s36_c.yaml", 28)
+    shop = next(t for t in said if t.startswith("The old hearing aid place"))
+    done = judged.remember(said[-1])
+    assert done.previous is None or done.previous.text != shop
+    assert shop in {c.text for c in judged.list(limit=100)}
