@@ -347,3 +347,16 @@ def test_a_change_reached_through_a_replaced_row_needs_the_nearest_row(
     done = judged.remember(said[-1])
     assert done.previous is None or done.previous.text != shop
     assert shop in {c.text for c in judged.list(limit=100)}
+
+
+def test_a_row_about_whom_the_question_asks_goes_first_only_when_about_as_near(
+    judged: ConclusionStore,
+) -> None:
+    """A Hangzhou tea seller (heldout81, written blind): "where is the warehouse we keep
+    our stock in?" is about the speaker, and a row worded as the speaker's that is well
+    less near the question (the split of the warehouse rent with Lao Qian) no longer
+    goes above the warehouse row itself (`SPEAKER_MARGIN`)."""
+    said = _replayed(judged, "heldout81_s30_a.yaml", 38)
+    judged.remember(said[-1])
+    found = judged.recall("我们家囤货的仓库在什么地方？", 5)
+    assert found and found[0].text == said[-1]
