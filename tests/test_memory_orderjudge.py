@@ -249,7 +249,7 @@ def test_the_judge_asks_again_for_the_row_it_moved_up(judged: ConclusionStore) -
         "I bake sourdough every Sunday morning.",
     )
     rows = [store.remember(text).conclusion for text in texts]
-    query = "Where does our book club read, and do I bake sourdough, and my sister?"
+    query = "Where does my sister live, where does our book club read, and do I bake sourdough?"
     store.order_judge = None
     assert [row.id for row in store.recall(query, 5)] == [row.id for row in rows]
     at = FEATURES.index("rank")
