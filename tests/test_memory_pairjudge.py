@@ -302,6 +302,16 @@ def _replayed(store: ConclusionStore, name: str, upto: int) -> list[str]:
     return [step.text for step in steps[:upto]]
 
 
+def _stays_active(store: ConclusionStore, name: str, upto: int, opening: str) -> None:
+    """Step `upto` of scenario `name`, remembered after the steps before it, neither
+    replaces nor retires the earlier row that opens with `opening`."""
+    said = _replayed(store, name, upto)
+    kept = next(t for t in said if t.startswith(opening))
+    done = store.remember(said[-1])
+    assert done.previous is None or done.previous.text != kept
+    assert kept in {c.text for c in store.list(limit=100)}
+
+
 @pytest.fixture
 def judged(store: ConclusionStore) -> Iterator[ConclusionStore]:
     store.pair_judge = PairJudge.load()
@@ -329,11 +339,7 @@ def test_the_judge_sure_of_another_row_keeps_the_parts_pick_active(
 ) -> None:
     """A village co-op (heldout38): who runs the co-op is not a change of where neighbour
     Jiang buys his fertiliser, which the parts took for the same topic (合作社)."""
-    said = _replayed(judged, "heldout38_s18_c.yaml", 21)
-    jiang = next(t for t in said if t.startswith("老姜家不从合作社拿肥"))
-    done = judged.remember(said[-1])
-    assert done.previous is None or done.previous.text != jiang
-    assert jiang in {c.text for c in judged.list(limit=100)}
+    _stays_active(judged, "heldout38_s18_c.yaml", 21, "老姜家不从合作社拿肥")
 
 
 def test_a_change_reached_through_a_replaced_row_needs_the_nearest_row(
@@ -342,11 +348,7 @@ def test_a_change_reached_through_a_replaced_row_needs_the_nearest_row(
     """A carer's notes (heldout113, written blind): Dad's watch swapped for a Xiaomi band
     shares words with the hearing-aid shop's replaced row, but the watch row is nearer
     and the judge rates it above the shop: the shop's current row stays active."""
-    said = _replayed(judged, "heldout113_s36_c.yaml", 28)
-    shop = next(t for t in said if t.startswith("The old hearing aid place"))
-    done = judged.remember(said[-1])
-    assert done.previous is None or done.previous.text != shop
-    assert shop in {c.text for c in judged.list(limit=100)}
+    _stays_active(judged, "heldout113_s36_c.yaml", 28, "The old hearing aid place")
 
 
 def test_a_row_about_whom_the_question_asks_goes_first_only_when_about_as_near(
