@@ -312,6 +312,15 @@ def _stays_active(store: ConclusionStore, name: str, upto: int, opening: str) ->
     assert kept in {c.text for c in store.list(limit=100)}
 
 
+def _first_after(store: ConclusionStore, name: str, upto: int, query: str) -> None:
+    """Step `upto` of scenario `name`, remembered after the steps before it, is the
+    first row recall gives for `query`."""
+    said = _replayed(store, name, upto)
+    store.remember(said[-1])
+    found = store.recall(query, 5)
+    assert found and found[0].text == said[-1]
+
+
 @pytest.fixture
 def judged(store: ConclusionStore) -> Iterator[ConclusionStore]:
     store.pair_judge = PairJudge.load()
@@ -358,7 +367,4 @@ def test_a_row_about_whom_the_question_asks_goes_first_only_when_about_as_near(
     our stock in?" is about the speaker, and a row worded as the speaker's that is well
     less near the question (the split of the warehouse rent with Lao Qian) no longer
     goes above the warehouse row itself (`SPEAKER_MARGIN`)."""
-    said = _replayed(judged, "heldout81_s30_a.yaml", 38)
-    judged.remember(said[-1])
-    found = judged.recall("我们家囤货的仓库在什么地方？", 5)
-    assert found and found[0].text == said[-1]
+    _first_after(judged, "heldout81_s30_a.yaml", 38, "我们家囤货的仓库在什么地方？")

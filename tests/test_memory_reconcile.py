@@ -3411,9 +3411,6 @@ def test_the_speakers_row_with_a_clause_of_when_answers_a_question_about_them(
 ) -> None:
     """A translator (heldout115, written blind): "which dictionary do I look things up in
     most?" is answered by the dictionary row, not by the CAT tool row above it."""
-    from test_memory_pairjudge import _replayed
+    from test_memory_pairjudge import _first_after
 
-    said = _replayed(store, "heldout115_s36_e.yaml", 8)
-    store.remember(said[-1])
-    found = store.recall("我最常查的是哪本词典？", 5)
-    assert found and found[0].text == said[-1]
+    _first_after(store, "heldout115_s36_e.yaml", 8, "我最常查的是哪本词典？")
