@@ -321,6 +321,18 @@ def _first_after(store: ConclusionStore, name: str, upto: int, query: str) -> No
     assert found and found[0].text == said[-1]
 
 
+def _supersedes(store: ConclusionStore, name: str, upto: int, opening: str) -> None:
+    """Step `upto` of scenario `name`, remembered after the steps before it, replaces the
+    earlier row that opens with `opening`, by the learned pair judge."""
+    said = _replayed(store, name, upto)
+    replaced = next(t for t in said if t.startswith(opening))
+    done = store.remember(said[-1])
+    assert done.action == "superseded"
+    assert done.previous is not None and done.previous.text == replaced
+    assert done.decision is not None and "learned pair judge" in done.decision.reason
+    assert replaced not in {c.text for c in store.list(limit=100)}
+
+
 @pytest.fixture
 def judged(store: ConclusionStore) -> Iterator[ConclusionStore]:
     store.pair_judge = PairJudge.load()
@@ -368,3 +380,31 @@ def test_a_row_about_whom_the_question_asks_goes_first_only_when_about_as_near(
     less near the question (the split of the warehouse rent with Lao Qian) no longer
     goes above the warehouse row itself (`SPEAKER_MARGIN`)."""
     _first_after(judged, "heldout81_s30_a.yaml", 38, "我们家囤货的仓库在什么地方？")
+
+
+def test_a_sure_change_to_a_new_person_links_though_it_names_another(
+    judged: ConclusionStore,
+) -> None:
+    """A Toronto family (heldout82, written blind): "阿明 moved to Oakville, so taking
+    grandma on Sundays fell to my sister 阿珍" changes who takes her; the rules read the
+    new person as another's fact (`kept_apart`), the judge is sure and a change is said."""
+    _supersedes(judged, "heldout82_s30_b.yaml", 32, "礼拜天送阿婆去教会的是我表哥阿明")
+
+
+def test_a_sure_change_of_the_part_links_though_the_rules_keep_it_apart(
+    judged: ConclusionStore,
+) -> None:
+    """A water-meter start-up (heldout47, written blind): the EVT2 boards carrying a
+    Fibocom module "instead" replaces the Quectel module row."""
+    _supersedes(judged, "heldout47_s20_b.yaml", 24, "The NB-IoT module on the meter board")
+
+
+def test_the_judge_links_over_kept_apart_only_a_sure_change() -> None:
+    """`kept_apart` gives way only to a change or correction the judge is sure of: a
+    statement with no change said, or a probability under `SURE_CHANGE`, stays apart."""
+    from memory.conclusions import SURE_CHANGE, _sure_change
+
+    change = "Ravi went back to Chennai, so the Saturday runs are done by Pedro now."
+    assert _sure_change(change, SURE_CHANGE)
+    assert not _sure_change(change, SURE_CHANGE - 0.01)
+    assert not _sure_change("Pedro does the Saturday runs with his own van.", 0.99)
