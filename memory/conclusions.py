@@ -1786,10 +1786,11 @@ def _sure_change(text: str, p: float) -> bool:
 
 def _held_apart(old: str, new: str) -> bool:
     """What the rules hold two facts apart for that a learned judge (short of a change it
-    is sure of: `_sure_change`) or nearness alone would link: at 10k templated rows (bench/memory_scale.py) they merged two invoices of
-    one project, two releases, two people's jobs, and two budget meetings each with its
-    own person ("… with Selma Neumann moved to 11 October" / "… with Lena Martin moved
-    to 25 December", centred similarity 0.54)."""
+    is sure of: `_sure_change`) or nearness alone would link: at 10k templated rows
+    (bench/memory_scale.py) they merged two invoices of one project, two releases, two
+    people's jobs, and two budget meetings each with its own person ("… with Selma
+    Neumann moved to 11 October" / "… with Lena Martin moved to 25 December", centred
+    similarity 0.54)."""
     return (
         _numbered_apart(old, new)
         or led_by_others(old, new)
