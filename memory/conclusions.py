@@ -148,11 +148,11 @@ NOT_BY_NAME = 0.5
 # within this of the best row's (measured on the scenario files, docs/BENCHMARKS.md;
 # session 47: 0.05 -> 0.03 on 66 never-read files, steps +7, later answers +28)
 SPEAKER_MARGIN = 0.03
-# the learned pair judge links a change (a change or correction cue) the rules keep
-# apart (`kept_apart`, `_held_apart`) at this probability or more. Session 48: on the
-# read files the judge's picks at 0.9+ that those stopped were 14 updates of their own
-# fact and 1 link to another; on 70 never-read files stale rows 368 -> 359, wrong links
-# 79 -> 79; at 10k rows 0/50 false merges
+# the learned pair judge links a change (a change or correction cue) that `kept_apart`
+# holds apart at this probability or more (never one `_held_apart` holds). Session 48,
+# read files: of the judge's picks at 0.9+ that only `kept_apart` stopped, 10 were
+# updates of their own fact and none another's (with `_held_apart` too: 14 and 1); on
+# 70 never-read files stale rows 368 -> 364, wrong links 79 -> 79
 SURE_CHANGE = 0.9
 # recall: among rows about one subject, a newer row goes first when it scores within this
 # much of an older one (fused scores run 0..fts+vector weights)
@@ -1124,11 +1124,12 @@ class ConclusionStore:
         if keys and old_keys and not keys & old_keys:
             return None  # sure of a row about another subject: nothing to link
         # what the rules hold two facts apart for (other people, someone else's, another
-        # of the kind: `kept_apart`, `_held_apart`), the trees only weigh; but not a change
-        # the judge is sure of: its new value is often a person ("阿明搬去 Oakville 了，
-        # 礼拜天接阿婆的差事落到我姐阿珍头上"), whom the rules read as another's fact
-        if (kept_apart(rows[i].text, text) or _held_apart(rows[i].text, text)) and not (
-            _sure_change(text, p)
+        # of the kind: `kept_apart`; what the trees merged at scale: `_held_apart`), the
+        # trees only weigh; but `kept_apart` gives way to a change the judge is sure of:
+        # its new value is often a person ("阿明搬去 Oakville 了，礼拜天接阿婆的差事落到
+        # 我姐阿珍头上"), whom that reads as another's fact
+        if _held_apart(rows[i].text, text) or (
+            kept_apart(rows[i].text, text) and not _sure_change(text, p)
         ):
             return None
         return rows[i], p
@@ -1780,13 +1781,13 @@ def _only_the_people_shared(old: str, new: str) -> bool:
 
 def _sure_change(text: str, p: float) -> bool:
     """Is `text` a change the learned pair judge is sure enough of (`SURE_CHANGE`) to
-    link across what the rules keep apart?"""
+    link across what `kept_apart` reads as other people's facts?"""
     return p >= SURE_CHANGE and (change_cue(text) or correction_cue(text))
 
 
 def _held_apart(old: str, new: str) -> bool:
-    """What the rules hold two facts apart for that a learned judge (short of a change it
-    is sure of: `_sure_change`) or nearness alone would link: at 10k templated rows
+    """What the rules hold two facts apart for that a learned judge, even one sure of a
+    change (`_sure_change`), or nearness alone would link: at 10k templated rows
     (bench/memory_scale.py) they merged two invoices of one project, two releases, two
     people's jobs, and two budget meetings each with its own person ("… with Selma
     Neumann moved to 11 October" / "… with Lena Martin moved to 25 December", centred
