@@ -151,7 +151,7 @@ SPEAKER_MARGIN = 0.03
 # the learned pair judge links a change (a change or correction cue) that `kept_apart`
 # holds apart at this probability or more (never one `_held_apart` holds). Session 48,
 # read files: of the judge's picks at 0.9+ that only `kept_apart` stopped, 10 were
-# updates of their own fact and none another's (with `_held_apart` too: 14 and 1); on
+# updates of their own fact and none another's (with `_held_apart` too: 16 and 1); on
 # 70 never-read files stale rows 368 -> 364, wrong links 79 -> 79
 SURE_CHANGE = 0.9
 # recall: among rows about one subject, a newer row goes first when it scores within this
