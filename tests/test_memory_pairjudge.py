@@ -15,7 +15,7 @@ import yaml
 
 from assistant.app import Assistant
 from assistant.config import load_settings
-from memory.conclusions import ConclusionStore
+from memory.conclusions import SURE_CHANGE, ConclusionStore, Remembered, _sure_change
 from memory.orderjudge import FEATURES as ORDER_FEATURES
 from memory.orderjudge import OrderJudge
 from memory.pairjudge import FEATURES, FLOOR, WEIGHTS, Candidate, PairJudge, Tree, features
@@ -302,12 +302,20 @@ def _replayed(store: ConclusionStore, name: str, upto: int) -> list[str]:
     return [step.text for step in steps[:upto]]
 
 
+def _remembered_after(
+    store: ConclusionStore, name: str, upto: int, opening: str
+) -> tuple[str, Remembered]:
+    """The earlier statement of scenario `name` that opens with `opening`, and what the
+    store did with step `upto`, remembered after the steps before it."""
+    said = _replayed(store, name, upto)
+    earlier = next(t for t in said if t.startswith(opening))
+    return earlier, store.remember(said[-1])
+
+
 def _stays_active(store: ConclusionStore, name: str, upto: int, opening: str) -> None:
     """Step `upto` of scenario `name`, remembered after the steps before it, neither
     replaces nor retires the earlier row that opens with `opening`."""
-    said = _replayed(store, name, upto)
-    kept = next(t for t in said if t.startswith(opening))
-    done = store.remember(said[-1])
+    kept, done = _remembered_after(store, name, upto, opening)
     assert done.previous is None or done.previous.text != kept
     assert kept in {c.text for c in store.list(limit=100)}
 
@@ -324,9 +332,7 @@ def _first_after(store: ConclusionStore, name: str, upto: int, query: str) -> No
 def _supersedes(store: ConclusionStore, name: str, upto: int, opening: str) -> None:
     """Step `upto` of scenario `name`, remembered after the steps before it, replaces the
     earlier row that opens with `opening`, by the learned pair judge."""
-    said = _replayed(store, name, upto)
-    replaced = next(t for t in said if t.startswith(opening))
-    done = store.remember(said[-1])
+    replaced, done = _remembered_after(store, name, upto, opening)
     assert done.action == "superseded"
     assert done.previous is not None and done.previous.text == replaced
     assert done.decision is not None and "learned pair judge" in done.decision.reason
@@ -402,8 +408,6 @@ def test_a_sure_change_of_the_part_links_though_the_rules_keep_it_apart(
 def test_the_judge_links_over_kept_apart_only_a_sure_change() -> None:
     """`kept_apart` gives way only to a change or correction the judge is sure of: a
     statement with no change said, or a probability under `SURE_CHANGE`, stays apart."""
-    from memory.conclusions import SURE_CHANGE, _sure_change
-
     change = "Ravi went back to Chennai, so the Saturday runs are done by Pedro now."
     assert _sure_change(change, SURE_CHANGE)
     assert not _sure_change(change, SURE_CHANGE - 0.01)
