@@ -1448,6 +1448,10 @@ def without_asides(text: str) -> str:
     return _ASIDE.sub("", text)
 
 
+# the words of `near`'s weakest reason, an update read from a shared topic alone
+BY_TOPIC = "same topic"
+
+
 def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
     """Does `new` replace (`update`) or restate `old`, judged by their parts? None when
     the evidence is not clear. `similarity` is their passage similarity. Bracketed asides
@@ -1571,7 +1575,7 @@ def near(old: str, new: str, similarity: float) -> tuple[Verdict, str] | None:
         ):
             return None  # 游泳教练是林教练 / 游泳课改到周六上午: the lessons' day, not the coach
         why = "a new value" + (" with a change cue" if change_cue(new) else "")
-        return "update", f"{why}, same topic ({', '.join(sorted(shared)[:3])})"
+        return "update", f"{why}, {BY_TOPIC} ({', '.join(sorted(shared)[:3])})"
     who = _who(new)
     if (
         not new_vals - ({who} if who else set())

@@ -357,7 +357,7 @@ def test_the_judge_sure_of_another_row_links_that_one(judged: ConclusionStore) -
     done = judged.remember(said[-1])
     assert done.action == "superseded"
     assert done.previous is not None and done.previous.text == skipper
-    assert done.decision is not None and "over the parts' pick" in done.decision.reason
+    assert done.decision is not None and "over the rules' pick" in done.decision.reason
     assert moored in {c.text for c in judged.list(limit=100)}
 
 
@@ -412,3 +412,38 @@ def test_the_judge_links_over_kept_apart_only_a_sure_change() -> None:
     assert _sure_change(change, SURE_CHANGE)
     assert not _sure_change(change, SURE_CHANGE - 0.01)
     assert not _sure_change("Pedro does the Saturday runs with his own van.", 0.99)
+
+
+def _judge_of(p: float) -> PairJudge:
+    """A judge that gives every pair probability `p` (one leaf) and is never sure enough
+    to link a row itself."""
+    leaf = Tree((-2,), (-2.0,), (-1,), (-1,), (math.log(p / (1 - p)),))
+    return PairJudge((leaf,), 0.0, 1.0, 0.99, 0.2)
+
+
+@pytest.mark.parametrize(
+    ("first", "change"),
+    [
+        # a change cue, and the nearest statement
+        ("周末的羽毛球是在体育馆三楼打。", "羽毛球场地换了，现在去学校那边打。"),
+        # a change, and the one row it conflicts with
+        (
+            "Our team's code reviews happen in Gerrit.",
+            "We switched code review over to the new tool last sprint.",
+        ),
+    ],
+    ids=["nearest", "conflict"],
+)
+@pytest.mark.parametrize(("p", "linked"), [(None, True), (0.3, False), (0.6, True)])
+def test_a_link_on_weak_evidence_holds_only_where_the_judge_does_not_doubt_it(
+    rules_only: ConclusionStore, first: str, change: str, p: float | None, linked: bool
+) -> None:
+    """A change linked by nearness or by one conflicting row alone (the rules' weakest
+    evidence) stands without a judge, or with one that gives the pair `DOUBTED` (0.5) or
+    more; a judge that doubts it leaves the change a new row and the first one active."""
+    store = rules_only
+    store.pair_judge = None if p is None else _judge_of(p)
+    store.remember(first)
+    done = store.remember(change)
+    assert (done.action == "superseded") is linked, done.decision
+    assert (first in {c.text for c in store.list()}) is not linked
