@@ -414,6 +414,16 @@ def test_the_judge_links_over_kept_apart_only_a_sure_change() -> None:
     assert not _sure_change("Pedro does the Saturday runs with his own van.", 0.99)
 
 
+def test_a_change_of_another_fact_leaves_the_row_it_only_conflicts_with(
+    judged: ConclusionStore,
+) -> None:
+    """A family in Ireland, notes in Cantonese (heldout39): the in-laws' flight moved up to
+    26 October is no change of the broadband, though its one conflicting row by the rules
+    is the long week's note that the Pure Telecom engineer finally came. The judge doubts
+    that row, so it stays active."""
+    _stays_active(judged, "heldout39_s18_d.yaml", 34, "呢个礼拜真系忙到飞起")
+
+
 def _judge_of(p: float) -> PairJudge:
     """A judge that gives every pair probability `p` (one leaf) and is never sure enough
     to link a row itself."""
