@@ -999,7 +999,15 @@ class ConclusionStore:
         if mine is None or mine[0] is None:
             return None  # the judge has no say on the rules' pick
         if weak:
-            if mine[1] >= DOUBTED:
+            # a doubt counts where the judge had another row to weigh the pick against: a
+            # pick weighed alone (a store of two rows) it reads with too little context
+            # ("我们组坐在公司四楼…" / "上周我们整个组被挪到了六楼…": 0.42)
+            alone = all(
+                row is None
+                for old, (row, _) in zip(rows, weighed, strict=True)
+                if old.id != first.id
+            )
+            if mine[1] >= DOUBTED or alone:
                 return None
         elif mine[1] >= 1 - sure or not any(
             p >= sure for old, (_, p) in zip(rows, weighed, strict=True) if old.id != first.id

@@ -432,28 +432,47 @@ def _judge_of(p: float) -> PairJudge:
 
 
 @pytest.mark.parametrize(
-    ("first", "change"),
+    ("other", "first", "change"),
     [
         # a change cue, and the nearest statement
-        ("周末的羽毛球是在体育馆三楼打。", "羽毛球场地换了，现在去学校那边打。"),
+        (
+            "周末的乒乓球是在社区中心打。",
+            "周末的羽毛球是在体育馆三楼打。",
+            "羽毛球场地换了，现在去学校那边打。",
+        ),
         # a change, and the one row it conflicts with
         (
+            "Our team's design reviews happen in Figma.",
             "Our team's code reviews happen in Gerrit.",
             "We switched code review over to the new tool last sprint.",
         ),
     ],
     ids=["nearest", "conflict"],
 )
-@pytest.mark.parametrize(("p", "linked"), [(None, True), (0.3, False), (0.6, True)])
+@pytest.mark.parametrize(
+    ("p", "alone", "linked"),
+    [(None, False, True), (0.3, False, False), (0.6, False, True), (0.3, True, True)],
+    ids=["no-judge", "doubted", "not-doubted", "weighed-alone"],
+)
 def test_a_link_on_weak_evidence_holds_only_where_the_judge_does_not_doubt_it(
-    rules_only: ConclusionStore, first: str, change: str, p: float | None, linked: bool
+    rules_only: ConclusionStore,
+    other: str,
+    first: str,
+    change: str,
+    p: float | None,
+    alone: bool,
+    linked: bool,
 ) -> None:
     """A change linked by nearness or by one conflicting row alone (the rules' weakest
     evidence) stands without a judge, or with one that gives the pair `DOUBTED` (0.5) or
-    more; a judge that doubts it leaves the change a new row and the first one active."""
+    more; a judge that doubts it leaves the change a new row and the first one active,
+    unless it weighed the pick alone (a store of two rows: too little to read it by)."""
     store = rules_only
     store.pair_judge = None if p is None else _judge_of(p)
+    if not alone:
+        store.remember(other)
     store.remember(first)
     done = store.remember(change)
     assert (done.action == "superseded") is linked, done.decision
+    assert done.previous is None or done.previous.text == first
     assert (first in {c.text for c in store.list()}) is not linked
