@@ -190,9 +190,16 @@ def test_the_judge_leaves_a_look_alike_of_someone_else_apart(rules_only: Conclus
     assert len(store.list()) == 2
 
 
+def _judge_of(p: float, threshold: float = 0.99) -> PairJudge:
+    """A judge that gives every pair probability `p` (one leaf); by default never sure
+    enough to link a row itself."""
+    leaf = Tree((-2,), (-2.0,), (-1,), (-1,), (math.log(p / (1 - p)),))
+    return PairJudge((leaf,), 0.0, 1.0, threshold, 0.2)
+
+
 def _always_sure() -> PairJudge:
-    """A judge sure of every pair (one leaf, p ≈ 1): what is left apart is the guards'."""
-    return PairJudge((Tree((-2,), (-2.0,), (-1,), (-1,), (10.0,)),), 0.0, 1.0, 0.9, 0.2)
+    """A judge sure of every pair (p ≈ 1): what is left apart is the guards'."""
+    return _judge_of(1 / (1 + math.exp(-10.0)), threshold=0.9)
 
 
 @pytest.mark.parametrize(
@@ -422,13 +429,6 @@ def test_a_change_of_another_fact_leaves_the_row_it_only_conflicts_with(
     is the long week's note that the Pure Telecom engineer finally came. The judge doubts
     that row, so it stays active."""
     _stays_active(judged, "heldout39_s18_d.yaml", 34, "呢个礼拜真系忙到飞起")
-
-
-def _judge_of(p: float) -> PairJudge:
-    """A judge that gives every pair probability `p` (one leaf) and is never sure enough
-    to link a row itself."""
-    leaf = Tree((-2,), (-2.0,), (-1,), (-1,), (math.log(p / (1 - p)),))
-    return PairJudge((leaf,), 0.0, 1.0, 0.99, 0.2)
 
 
 @pytest.mark.parametrize(
