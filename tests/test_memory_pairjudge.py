@@ -476,3 +476,22 @@ def test_a_link_on_weak_evidence_holds_only_where_the_judge_does_not_doubt_it(
     assert (done.action == "superseded") is linked, done.decision
     assert done.previous is None or done.previous.text == first
     assert (first in {c.text for c in store.list()}) is not linked
+
+
+@pytest.mark.parametrize(("p", "linked"), [(None, True), (0.3, False), (0.6, True)])
+def test_a_change_worded_like_an_earlier_value_links_only_where_the_judge_does_not_doubt_it(
+    rules_only: ConclusionStore, p: float | None, linked: bool
+) -> None:
+    """The chain rule (the third value's words, 猫粮, are the first row's, not the
+    second's) is weak evidence too: its link stands without a judge or with one that
+    gives it `DOUBTED` or more, not with one that doubts it (the dog food row weighed
+    beside it)."""
+    store = rules_only
+    store.pair_judge = None if p is None else _judge_of(p)
+    for text in ("我家的狗粮在楼下超市买。", "我家的猫粮一直在宠物家买，离家很近。"):
+        store.remember(text)
+    second = store.remember("宠物家关门了，以后改在京东上买。")
+    assert second.action == "superseded"
+    done = store.remember("猫粮又换地方了，现在在盒马买。")
+    assert (done.action == "superseded") is linked, done.decision
+    assert (second.conclusion.text in {c.text for c in store.list()}) is not linked
