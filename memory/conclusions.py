@@ -921,35 +921,20 @@ class ConclusionStore:
             others = [old for old, _ in judged[1:]]
             same = {r.id for r in self._restatements(first)} if others else set()
             if all(old.id in same for old in others):
-                weak = BY_TOPIC in why
-                overruled = self._overruled(text, kind, keys, first, similar, by_id, weak=weak)
+                overruled = self._overruled(
+                    text, kind, keys, first, similar, by_id, weak=BY_TOPIC in why
+                )
                 if overruled is not None:
                     return overruled
                 return first, "supersede" if action == "update" else "restate", why
         elif held_elsewhere:
             pass  # what was left out speaks of another row: no weaker rule may guess here
-        elif (
-            near_rows
-            and (pick := nearest_change(text, [(o.text, s) for o, s in near_rows])) is not None
-        ):
-            old, similarity = near_rows[pick]
-            if (o := self._overruled(text, kind, keys, old, similar, by_id, weak=True)) is not None:
-                return o
-            return old, "supersede", f"a change cue, and the nearest statement ({similarity:.3f})"
-        elif (pick := conflicting_change(text, [(o.text, sim) for o, sim in kin])) is not None:
-            old, similarity = kin[pick]
-            if (o := self._overruled(text, kind, keys, old, similar, by_id, weak=True)) is not None:
-                return o
-            return (
-                old,
-                "supersede",
-                f"a change, and the one row it conflicts with ({similarity:.3f})",
-            )
-        elif (chained := self._chain_update(text, kind)) is not None:
-            overruled = self._overruled(text, kind, keys, chained, similar, by_id, weak=True)
+        elif (weakly := self._weakly_linked(text, kind, near_rows, kin)) is not None:
+            old, reason = weakly
+            overruled = self._overruled(text, kind, keys, old, similar, by_id, weak=True)
             if overruled is not None:
                 return overruled
-            return chained, "supersede", "changes again what an earlier value of its chain was"
+            return old, "supersede", reason
         slot = slot_of(text)
         if slot is not None and subject is None:
             old, verdict = self._typed_match(text, kind, slot)
@@ -976,6 +961,30 @@ class ConclusionStore:
                 f"a change, and {where} with each language's centre taken off ({similarity:.3f})",
             )
         return None, None, "nothing stored about the same thing"
+
+    def _weakly_linked(
+        self,
+        text: str,
+        kind: str,
+        near_rows: list[tuple[Conclusion, float]],
+        kin: list[tuple[Conclusion, float]],
+    ) -> tuple[Conclusion, str] | None:
+        """The row the rules' weakest evidence links `text` to, with the reason, by the
+        first of: a change cue and the nearest statement, a change and the one row it
+        conflicts with, a change worded like an earlier value of a chain. The caller
+        lets the learned pair judge doubt it (`_overruled`, `DOUBTED`)."""
+        if (
+            near_rows
+            and (pick := nearest_change(text, [(o.text, s) for o, s in near_rows])) is not None
+        ):
+            old, similarity = near_rows[pick]
+            return old, f"a change cue, and the nearest statement ({similarity:.3f})"
+        if (pick := conflicting_change(text, [(o.text, sim) for o, sim in kin])) is not None:
+            old, similarity = kin[pick]
+            return old, f"a change, and the one row it conflicts with ({similarity:.3f})"
+        if (chained := self._chain_update(text, kind)) is not None:
+            return chained, "changes again what an earlier value of its chain was"
+        return None
 
     def _overruled(
         self,
