@@ -148,6 +148,12 @@ class MemorySettings(CompressionSettings, _Section):
         "row first when it answers in place of the top one (a missed update). It only "
         "reorders what recall found; off: recall's rules alone order.",
     )
+    rank_judge: bool = Field(
+        True,
+        description="Let the learned rank judge (memory/rankjudge.py) put another of the "
+        "top five recalled rows first when it is likelier to answer the question than the "
+        "first one. It only reorders what recall found; off: recall's order stands.",
+    )
     unsaved_ms: float = Field(
         50.0,
         ge=0,

@@ -375,6 +375,7 @@ class MemoryService:
             judge=None if offline else self.judge,
             learned=memory.learned_judge,
             reorder=memory.order_judge,
+            rerank=memory.rank_judge,
         )
         self.compressor = SessionCompressor(
             database,

@@ -571,6 +571,7 @@ def measure_size(
     log: Callable[[str], None],
     learned: bool = True,
     reorder: bool = True,
+    rerank: bool = True,
 ) -> dict[str, Any]:
     result: dict[str, Any] = {"rows": n}
     with tempfile.TemporaryDirectory(prefix="memory-scale-") as home:
@@ -578,7 +579,9 @@ def measure_size(
         client = open_chroma(Path(home) / "chroma")
         try:
             vectors = VectorStore(client, "conclusions", backend)
-            store = ConclusionStore(database, vectors, learned=learned, reorder=reorder)
+            store = ConclusionStore(
+                database, vectors, learned=learned, reorder=reorder, rerank=rerank
+            )
             ids = [f"c_{i:016x}" for i in range(n)]
             now = time.time() - 86400
 
@@ -776,6 +779,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             log,
             learned=not args.no_pair_judge,
             reorder=not args.no_order_judge,
+            rerank=not args.no_rank_judge,
         )
     report = {
         "machine": {**before, "loadavg_end": [round(x, 2) for x in os.getloadavg()]},

@@ -155,8 +155,8 @@ def stale(store: ConclusionStore, chains: dict[str, Chain]) -> list[str]:
 
 
 def judge_flags(parser: argparse.ArgumentParser, *, order: bool = True) -> None:
-    """`--no-pair-judge` (and `--no-order-judge`): the memory benches' side-by-side runs
-    without the learned judges that the product runs with."""
+    """`--no-pair-judge` (and `--no-order-judge`, `--no-rank-judge`): the memory benches'
+    side-by-side runs without the learned judges that the product runs with."""
     parser.add_argument(
         "--no-pair-judge",
         action="store_true",
@@ -168,6 +168,12 @@ def judge_flags(parser: argparse.ArgumentParser, *, order: bool = True) -> None:
             action="store_true",
             help="recall's rules alone order (memory.order_judge off; on in the product): "
             "the runs bench/train_order_judge.py learns from",
+        )
+        parser.add_argument(
+            "--no-rank-judge",
+            action="store_true",
+            help="recall's order stands without the rank judge (memory.rank_judge off; on "
+            "in the product): the runs bench/train_rank_judge.py learns from",
         )
 
 
@@ -182,7 +188,11 @@ def _remembered(store: ConclusionStore, step: Step) -> Remembered | None:
 
 
 def run(
-    steps: list[Step], verbose: bool, learned: bool = True, reorder: bool = True
+    steps: list[Step],
+    verbose: bool,
+    learned: bool = True,
+    reorder: bool = True,
+    rerank: bool = True,
 ) -> dict[str, Any]:
     chains: dict[str, Chain] = {}
     said_in: dict[str, str] = {}  # a stored text -> the chain that said it
@@ -196,6 +206,7 @@ def run(
         settings = load_settings({"ASSISTANT_HOME": home})
         settings.memory.learned_judge = learned
         settings.memory.order_judge = reorder
+        settings.memory.rank_judge = rerank
         assistant = Assistant(settings)
         try:
             assert assistant.memory is not None
@@ -492,7 +503,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = {}
     for path, name, steps in scenarios:
         started = time.perf_counter()
-        result = run(steps, args.verbose, not args.no_pair_judge, not args.no_order_judge)
+        result = run(
+            steps,
+            args.verbose,
+            not args.no_pair_judge,
+            not args.no_order_judge,
+            not args.no_rank_judge,
+        )
         elapsed = time.perf_counter() - started
         print_report(name, result, elapsed)
         print()

