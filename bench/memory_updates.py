@@ -339,6 +339,7 @@ def _hits(hits: list[Any], said_in: dict[str, str]) -> list[dict[str, Any]]:
             "valid_from": hit.valid_from,
             "updated_at": hit.updated_at,
             "kind": hit.kind,
+            "conflicts_with": hit.conflicts_with,
         }
         for hit in hits
     ]
