@@ -41,7 +41,7 @@ from memory.orderjudge import FEATURES, WEIGHTS, Recalled, order_features
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from memory_updates import load_scenario
-from train_pair_judge import base_of, trees_of
+from train_pair_judge import write_trees
 
 
 def _cases(reports: list[Path]) -> list[dict[str, Any]]:
@@ -226,20 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.report_only:
         return 0
     model = _fit(rows, labels)
-    trees = trees_of(model)
-    WEIGHTS.write_text(
-        json.dumps(
-            {
-                "features": list(FEATURES),
-                "base": base_of(model),
-                "rate": model.learning_rate,
-                "threshold": args.threshold,
-                "trees": trees,
-            }
-        ),
-        encoding="utf-8",
-    )
-    print(f"wrote {WEIGHTS} ({len(trees)} trees)")
+    count = write_trees(WEIGHTS, model, FEATURES, threshold=args.threshold)
+    print(f"wrote {WEIGHTS} ({count} trees)")
     return 0
 
 

@@ -138,6 +138,22 @@ def base_of(model: Any) -> float:
     return math.log(prior / (1 - prior))
 
 
+def write_trees(path: Path, model: Any, features: Sequence[str], **numbers: Any) -> int:
+    """Write a fitted model as the order and rank judges read it (`Boosted.read`): its
+    features, the prior's log-odds, the rate, the judge's own `numbers` and every tree;
+    returns how many trees."""
+    trees = trees_of(model)
+    data = {
+        "features": list(features),
+        "base": base_of(model),
+        "rate": model.learning_rate,
+        **numbers,
+        "trees": trees,
+    }
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return len(trees)
+
+
 def exported(model: Any, threshold: float, margin: float, trained_on: dict) -> dict:
     """The model as memory/pair_judge.json: the prior's log-odds, the rate, every tree."""
     trees = trees_of(model)

@@ -32,7 +32,7 @@ from memory.rankjudge import DEPTH, FEATURES, WEIGHTS, Listed, rank_features
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from memory_updates import load_scenario
 from train_order_judge import _asked
-from train_pair_judge import base_of, trees_of
+from train_pair_judge import write_trees
 
 FOLDS = 10
 
@@ -119,21 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.report_only:
         return 0
     model = _fit(lists)
-    trees = trees_of(model)
-    WEIGHTS.write_text(
-        json.dumps(
-            {
-                "features": list(FEATURES),
-                "base": base_of(model),
-                "rate": model.learning_rate,
-                "margin": args.margin,
-                "trained_on": files,
-                "trees": trees,
-            }
-        ),
-        encoding="utf-8",
-    )
-    print(f"wrote {WEIGHTS} ({len(trees)} trees)")
+    count = write_trees(WEIGHTS, model, FEATURES, margin=args.margin, trained_on=files)
+    print(f"wrote {WEIGHTS} ({count} trees)")
     return 0
 
 

@@ -6,16 +6,15 @@ not. The sentences are not those of the bench files it was trained on."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from judges import always_sure, sure
+from judges import FRIDAYS, WEDNESDAYS, always_sure, hit, sure, swim_report
 
 from memory.conclusions import SURE_IN_PLACE, Conclusion, ConclusionStore, Remembered
-from memory.orderjudge import FEATURES, WEIGHTS, OrderJudge, Recalled, order_features
+from memory.orderjudge import FEATURES, OrderJudge, Recalled, order_features
 from memory.pairjudge import Tree
 
 NOISE = [
@@ -23,14 +22,6 @@ NOISE = [
     "I keep my passport in the desk drawer.",
     "我老公在银行上班。",
 ]
-
-
-def test_the_shipped_judge_loads_for_these_features() -> None:
-    judge = OrderJudge.load()
-    assert judge is not None, f"{WEIGHTS} is missing or was trained on other features"
-    assert judge.trees and 0.5 <= judge.threshold < 1.0
-    used = {f for tree in judge.trees for f in tree.feature if f >= 0}
-    assert used <= set(range(len(FEATURES)))
 
 
 def _on_mutual(threshold: float) -> OrderJudge:
@@ -201,23 +192,10 @@ def test_the_training_cases_label_which_of_two_rows_holds_the_current_value(
     newer hit of the same kind is positive when only the newer holds the step's value,
     negative when only the top does, unlabelled otherwise; older rows and other kinds are
     no case."""
-    import yaml
     from test_memory_reconcile import _bench_module
 
     train = _bench_module("train_order_judge")
-    scenario = tmp_path / "tiny.yaml"
-    q = "When do I swim?"
-    steps = [
-        {"chain": "swim", "remember": "I swim on Wednesdays.", "value": "Wednesdays"},
-        {"chain": "swim", "remember": "Pool's shut midweek, Fridays it is.", "value": "Fridays"},
-    ]
-    doc = {"name": "tiny", "steps": [{**s, "query": q, "expect": "created"} for s in steps]}
-    scenario.write_text(yaml.safe_dump(doc), encoding="utf-8")
-
-    def hit(text: str, when: float, kind: str = "fact") -> dict[str, object]:
-        return {"text": text, "score": 1.0, "similarity": 0.8, "valid_from": when, "kind": kind}
-
-    wed, fri = "I swim on Wednesdays.", "Pool's shut midweek, Fridays it is."
+    wed, fri = WEDNESDAYS, FRIDAYS
     records = [
         {"step": 1, "hits": [hit(wed, 1.0), hit("I jog on Fridays and Wednesdays.", 0.5)]},
         {
@@ -230,11 +208,7 @@ def test_the_training_cases_label_which_of_two_rows_holds_the_current_value(
             ],
         },
     ]
-    report = tmp_path / "report.json"
-    report.write_text(
-        "text report first\n" + json.dumps({"tiny": {"file": str(scenario), "records": records}}),
-        encoding="utf-8",
-    )
+    report = swim_report(tmp_path, records)
     cases = train._cases([report])
     by_step = {case["step"]: case for case in cases}
     assert by_step[1]["pairs"] == []  # the other row is older than the top one

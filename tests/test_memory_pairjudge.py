@@ -18,19 +18,36 @@ from assistant.config import load_settings
 from memory.conclusions import SURE_CHANGE, ConclusionStore, Remembered, _sure_change
 from memory.orderjudge import FEATURES as ORDER_FEATURES
 from memory.orderjudge import OrderJudge
-from memory.pairjudge import FEATURES, FLOOR, WEIGHTS, Candidate, PairJudge, Tree, features
-
-
-def test_the_shipped_judge_loads_for_these_features() -> None:
-    judge = PairJudge.load()
-    assert judge is not None, f"{WEIGHTS} is missing or was trained on other features"
-    assert judge.trees and 0.5 < judge.threshold < 1.0
-    used = {f for tree in judge.trees for f in tree.feature if f >= 0}
-    assert used <= set(range(len(FEATURES)))
+from memory.pairjudge import FEATURES, FLOOR, Candidate, PairJudge, Tree, features
+from memory.rankjudge import FEATURES as RANK_FEATURES
+from memory.rankjudge import RankJudge
 
 
 @pytest.mark.parametrize(
-    ("judge", "names"), [(PairJudge, FEATURES), (OrderJudge, ORDER_FEATURES)], ids=["pair", "order"]
+    ("judge", "names", "number", "low", "high"),
+    [
+        (PairJudge, FEATURES, "threshold", 0.5, 1.0),
+        (OrderJudge, ORDER_FEATURES, "threshold", 0.5, 1.0),
+        (RankJudge, RANK_FEATURES, "margin", 0.0, 0.5),
+    ],
+    ids=["pair", "order", "rank"],
+)
+def test_each_shipped_judge_loads_for_its_features(
+    judge: type, names: tuple[str, ...], number: str, low: float, high: float
+) -> None:
+    """The trees shipped next to each learned judge load for the features it computes
+    now, and its decision number is in its range."""
+    loaded = judge.load()
+    assert loaded is not None, f"{judge.__name__}'s model file is missing or stale"
+    assert loaded.trees and low <= getattr(loaded, number) < high
+    used = {f for tree in loaded.trees for f in tree.feature if f >= 0}
+    assert used <= set(range(len(names)))
+
+
+@pytest.mark.parametrize(
+    ("judge", "names"),
+    [(PairJudge, FEATURES), (OrderJudge, ORDER_FEATURES), (RankJudge, RANK_FEATURES)],
+    ids=["pair", "order", "rank"],
 )
 @pytest.mark.parametrize(
     "content",
@@ -45,8 +62,9 @@ def test_the_shipped_judge_loads_for_these_features() -> None:
 def test_a_missing_broken_or_stale_model_is_no_judge(
     tmp_path: Path, judge: type, names: tuple[str, ...], content: str | None
 ) -> None:
-    """Either learned judge (the pair judge, recall's order judge) is left out, and the
-    rules decide alone, when its model file cannot be read as trained for its features."""
+    """Each learned judge (the pair judge, recall's order and rank judges) is left out,
+    and the rules decide alone, when its model file cannot be read as trained for its
+    features."""
     if content == "ALL FEATURES, A TREE WITHOUT ITS ARRAYS":
         content = json.dumps({"features": list(names), "trees": [{"feature": [0]}]})
     elif content == "ALL FEATURES, NO THRESHOLD":

@@ -5,18 +5,17 @@ for every k, a row recall put below a newer value keeping its note of the confli
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from judges import always_sure
+from judges import FRIDAYS, WEDNESDAYS, always_sure, hit, swim_report
 
 from memory.conclusions import ConclusionStore
 from memory.orderjudge import Recalled
 from memory.pairjudge import Tree
-from memory.rankjudge import DEPTH, FEATURES, WEIGHTS, Listed, RankJudge, rank_features
+from memory.rankjudge import DEPTH, FEATURES, Listed, RankJudge, rank_features
 
 # three facts one question asks about together: the rules rank them as stated
 THREE = (
@@ -25,25 +24,6 @@ THREE = (
     "I bake sourdough every Sunday morning.",
 )
 ASKED = "Where does my sister live, where does our book club read, and do I bake sourdough?"
-
-
-def test_the_shipped_judge_loads_for_these_features() -> None:
-    judge = RankJudge.load()
-    assert judge is not None, f"{WEIGHTS} is missing or was trained on other features"
-    assert judge.trees and 0.0 < judge.margin < 0.5
-    used = {f for tree in judge.trees for f in tree.feature if f >= 0}
-    assert used <= set(range(len(FEATURES)))
-
-
-def test_a_broken_or_stale_model_file_gives_no_judge(tmp_path: Path) -> None:
-    broken = tmp_path / "broken.json"
-    broken.write_text("{not json", encoding="utf-8")
-    assert RankJudge.load(broken) is None
-    stale = tmp_path / "stale.json"
-    data = json.loads(WEIGHTS.read_text(encoding="utf-8"))
-    stale.write_text(json.dumps({**data, "features": data["features"][:-1]}), encoding="utf-8")
-    assert RankJudge.load(stale) is None
-    assert RankJudge.load(tmp_path / "missing.json") is None
 
 
 def _third_likely(low: float = -2.0, high: float = 2.0, margin: float = 0.1) -> RankJudge:
@@ -125,32 +105,17 @@ def test_the_training_lists_label_each_hit_by_the_current_value(tmp_path: Path) 
     """bench/train_rank_judge.py reads a memory_updates report: every hit of a question
     whose top five hold the chain's current value is a case, positive when it holds the
     value; a question whose hits hold no current value teaches nothing."""
-    import yaml
     from test_memory_reconcile import _bench_module
 
     train = _bench_module("train_rank_judge")
-    scenario = tmp_path / "tiny.yaml"
-    q = "When do I swim?"
-    steps = [
-        {"chain": "swim", "remember": "I swim on Wednesdays.", "value": "Wednesdays"},
-        {"chain": "swim", "remember": "Pool's shut midweek, Fridays it is.", "value": "Fridays"},
-    ]
-    doc = {"name": "tiny", "steps": [{**s, "query": q, "expect": "created"} for s in steps]}
-    scenario.write_text(yaml.safe_dump(doc), encoding="utf-8")
-
-    def hit(text: str, when: float) -> dict[str, object]:
-        return {"text": text, "score": 1.0, "similarity": 0.8, "valid_from": when, "kind": "fact"}
-
-    wed, fri = "I swim on Wednesdays.", "Pool's shut midweek, Fridays it is."
     records = [
         {"step": 1, "hits": [hit("I jog on Mondays.", 0.5)]},
-        {"step": 2, "hits": [hit(wed, 1.0), hit("I jog on Mondays.", 0.5), hit(fri, 2.0)]},
+        {
+            "step": 2,
+            "hits": [hit(WEDNESDAYS, 1.0), hit("I jog on Mondays.", 0.5), hit(FRIDAYS, 2.0)],
+        },
     ]
-    report = tmp_path / "report.json"
-    report.write_text(
-        "text report first\n" + json.dumps({"tiny": {"file": str(scenario), "records": records}}),
-        encoding="utf-8",
-    )
+    report = swim_report(tmp_path, records)
     lists = train._lists([report])
     assert [(case["step"], case["labels"]) for case in lists] == [(2, [0, 0, 1])]
     assert all(len(row) == len(FEATURES) for row in lists[0]["rows"])
