@@ -2,10 +2,11 @@
 question better than the first one? (issue 15, "current value first")
 
 Recall's rules and the order judge (`memory.orderjudge`) decide the first place from what
-they recognise: one subject asked about, a missed update's newer row. What is left is the
-plain ranking, where a question asked weeks later ("How does my Korean customer pay
-me?") often finds another fact of the same thing first ("My export buyer is Haesong
-Trading"). This judge reads each of the top `DEPTH` rows beside the first one: its
+they recognise: one subject asked about, a missed update's newer row. Asked later, both
+go wrong where a newer row only looks like the answer's update: "我婆婆也有高血压，不过她
+吃的是硝苯地平" put above Dad's pill as its new value, for "我爸平时吃的是哪种降压药？"
+(most of what this judge turns right is such a row; docs/BENCHMARKS.md, issue 15
+session 50). This judge reads each of the top `DEPTH` rows beside the first one: its
 place, how it scored and how near the question it came against the first row, how new
 it is among them, and a few cheap signals the rules also read (the question's topic
 words it shares, whose fact it is, whether it gives the time or sum asked for, a change
