@@ -475,7 +475,12 @@ class ConclusionStore:
         question often share nothing with its answer ("I moved to Hamburg").
 
         `as_of` (a timestamp) answers from the values valid then: rows stated by that
-        time and not yet replaced, whatever their status now (forgotten rows stay out)."""
+        time and not yet replaced, whatever their status now (forgotten rows stay out).
+
+        A recall of the current values ends with two learned looks at the first place:
+        the order judge (a newer row answering in place of the top one, `_reordered`)
+        and the rank judge (any of the top `DEPTH` rows likelier to hold the answer,
+        `_reranked`)."""
         if as_of is not None:
             statuses = ("active", "superseded")
         clauses, params = _filters(kinds, tags, statuses, since, until)
