@@ -66,45 +66,53 @@ def _cases(reports: list[Path]) -> list[dict[str, Any]]:
         )
 
     steps = []
+    for name, source, number, query, value, hits in asked_in(reports):
+        if len(hits) < 2:
+            continue
+        top = hits[0]
+        pairs = []
+        for i, hit in enumerate(hits[1:], 1):
+            if hit["valid_from"] <= top["valid_from"] or hit["kind"] != top["kind"]:
+                continue
+            row = features(query, top, hit, i)
+            a, b = value in top["text"], value in hit["text"]
+            label = 1 if b and not a else 0 if a and not b else None
+            pairs.append({"index": i, "row": row, "label": label})
+        extra = []
+        for a in range(1, len(hits) - 1):
+            for b in range(a + 1, len(hits)):
+                up, down = hits[a], hits[b]
+                if down["valid_from"] <= up["valid_from"] or down["kind"] != up["kind"]:
+                    continue
+                x, y = value in up["text"], value in down["text"]
+                if x == y:
+                    continue
+                row = features(query, up, down, b - a)
+                extra.append({"row": row, "label": int(y)})
+        steps.append(
+            {
+                "extra": extra,
+                "file": name,
+                "step": number,
+                "source": source,
+                "value": value,
+                "texts": [hit["text"] for hit in hits],
+                "pairs": pairs,
+            }
+        )
+    return steps
+
+
+def asked_in(reports: list[Path]) -> Iterator[tuple[str, str, int, str, str, list[dict]]]:
+    """Each recorded question of the `bench/memory_updates.py --json` reports (`_asked`),
+    with the name of its scenario file: what the order and rank judges learn from."""
     for path in reports:
         report = json.loads(path.read_text(encoding="utf-8").strip().splitlines()[-1])
         for result in report.values():
             _, scenario = load_scenario(Path(result["file"]))
-            for source, number, query, value, hits in _asked(result["records"], scenario):
-                if len(hits) < 2:
-                    continue
-                top = hits[0]
-                pairs = []
-                for i, hit in enumerate(hits[1:], 1):
-                    if hit["valid_from"] <= top["valid_from"] or hit["kind"] != top["kind"]:
-                        continue
-                    row = features(query, top, hit, i)
-                    a, b = value in top["text"], value in hit["text"]
-                    label = 1 if b and not a else 0 if a and not b else None
-                    pairs.append({"index": i, "row": row, "label": label})
-                extra = []
-                for a in range(1, len(hits) - 1):
-                    for b in range(a + 1, len(hits)):
-                        up, down = hits[a], hits[b]
-                        if down["valid_from"] <= up["valid_from"] or down["kind"] != up["kind"]:
-                            continue
-                        x, y = value in up["text"], value in down["text"]
-                        if x == y:
-                            continue
-                        row = features(query, up, down, b - a)
-                        extra.append({"row": row, "label": int(y)})
-                steps.append(
-                    {
-                        "extra": extra,
-                        "file": Path(result["file"]).name,
-                        "step": number,
-                        "source": source,
-                        "value": value,
-                        "texts": [hit["text"] for hit in hits],
-                        "pairs": pairs,
-                    }
-                )
-    return steps
+            name = Path(result["file"]).name
+            for asked in _asked(result["records"], scenario):
+                yield (name, *asked)
 
 
 def _asked(

@@ -18,7 +18,6 @@ questions a margin would turn right and wrong. Then it trains on every file and 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import Counter
 from pathlib import Path
@@ -30,8 +29,7 @@ from memory.orderjudge import Recalled
 from memory.rankjudge import DEPTH, FEATURES, WEIGHTS, Listed, rank_features
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from memory_updates import load_scenario
-from train_order_judge import _asked
+from train_order_judge import asked_in
 from train_pair_judge import write_trees
 
 FOLDS = 10
@@ -41,28 +39,24 @@ def _lists(reports: list[Path]) -> list[dict[str, Any]]:
     """Every recorded question whose top hits hold the current value, with each hit's
     features and label."""
     lists = []
-    for path in reports:
-        report = json.loads(path.read_text(encoding="utf-8").strip().splitlines()[-1])
-        for result in report.values():
-            _, scenario = load_scenario(Path(result["file"]))
-            for source, number, query, value, hits in _asked(result["records"], scenario):
-                hits = hits[:DEPTH]
-                labels = [int(value in hit["text"]) for hit in hits]
-                if not any(labels):
-                    continue
-                rows = [
-                    Listed(Recalled(h["text"], h["score"] or 0.0, h["similarity"]), h["valid_from"])
-                    for h in hits
-                ]
-                lists.append(
-                    {
-                        "file": Path(result["file"]).name,
-                        "step": number,
-                        "source": source,
-                        "labels": labels,
-                        "rows": [rank_features(query, rows, i) for i in range(len(rows))],
-                    }
-                )
+    for name, source, number, query, value, hits in asked_in(reports):
+        hits = hits[:DEPTH]
+        labels = [int(value in hit["text"]) for hit in hits]
+        if not any(labels):
+            continue
+        rows = [
+            Listed(Recalled(h["text"], h["score"] or 0.0, h["similarity"]), h["valid_from"])
+            for h in hits
+        ]
+        lists.append(
+            {
+                "file": name,
+                "step": number,
+                "source": source,
+                "labels": labels,
+                "rows": rank_features(query, rows),
+            }
+        )
     return lists
 
 

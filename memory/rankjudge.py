@@ -56,34 +56,38 @@ class Listed:
     valid_from: float
 
 
-def rank_features(query: str, rows: Sequence[Listed], i: int) -> list[float]:
-    """One row of `FEATURES`: `rows[i]` against the first row, for `query`."""
+def rank_features(query: str, rows: Sequence[Listed]) -> list[list[float]]:
+    """One row of `FEATURES` per listed row: each against the first row, for `query`
+    (the question's words and each row's own numbers are read once per list)."""
     kind = asked_kind(query)
     asked, whose = topic_words(query), owners(query)
-
-    def own(row: Recalled) -> tuple[float, ...]:
-        return (
-            row.score,
-            row.similarity or 0.0,
-            float(len(asked & topic_words(row.text))),
-            float(owners(row.text) == whose),
-            float(kind is not None and gives(kind, row.text)),
-            float(bool(change_cue(row.text))),
-            float(len(row.text)),
+    asks = (float(kind == "time"), float(kind == "amount"), float(has_han(query)))
+    own = [
+        (
+            row.hit.score,
+            row.hit.similarity or 0.0,
+            float(len(asked & topic_words(row.hit.text))),
+            float(owners(row.hit.text) == whose),
+            float(kind is not None and gives(kind, row.hit.text)),
+            float(bool(change_cue(row.hit.text))),
+            float(len(row.hit.text)),
         )
-
-    row, top = own(rows[i].hit), own(rows[0].hit)
-    stated = rows[i].valid_from
-    return [
-        float(i),
-        float(stated > rows[0].valid_from),
-        float(sum(1 for other in rows if other.valid_from > stated)),
-        float(kind == "time"),
-        float(kind == "amount"),
-        float(has_han(query)),
-        *row,
-        *(a - b for a, b in zip(row, top, strict=True)),
+        for row in rows
     ]
+    out = []
+    for i, (row, numbers) in enumerate(zip(rows, own, strict=True)):
+        stated = row.valid_from
+        out.append(
+            [
+                float(i),
+                float(stated > rows[0].valid_from),
+                float(sum(1 for other in rows if other.valid_from > stated)),
+                *asks,
+                *numbers,
+                *(a - b for a, b in zip(numbers, own[0], strict=True)),
+            ]
+        )
+    return out
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,7 @@ class RankJudge(Boosted):
         rows = rows[:DEPTH]
         if len(rows) < 2:
             return None
-        p = [self.probability(rank_features(query, rows, i)) for i in range(len(rows))]
+        p = [self.probability(row) for row in rank_features(query, rows)]
         best = max(range(1, len(rows)), key=lambda i: p[i])
         lead = p[best] - p[0]
         return (best, lead) if lead >= self.margin else None

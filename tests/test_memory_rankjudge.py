@@ -40,11 +40,10 @@ def _rows(*texts: str) -> list[Listed]:
 
 def test_each_row_is_read_against_the_first() -> None:
     rows = _rows("I swim on Wednesdays at 7.", "My sister swims too.", "我每周三去游泳。")
-    first = rank_features("When do I swim?", rows, 0)
+    first, _, third = rank_features("When do I swim?", rows)
     assert len(first) == len(FEATURES)
     gaps = [first[FEATURES.index(f"{name}_gap")] for name in ("score", "similarity", "length")]
     assert gaps == [0.0, 0.0, 0.0]
-    third = rank_features("When do I swim?", rows, 2)
     assert third[FEATURES.index("rank")] == 2.0
     assert third[FEATURES.index("newer")] == 1.0 and third[FEATURES.index("newer_rows")] == 0.0
     assert third[FEATURES.index("asks_time")] == 1.0
