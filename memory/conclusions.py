@@ -34,10 +34,12 @@ from typing import Any, Literal
 import numpy as np
 import sqlite_utils
 
+from memory.bilingual import shared_weight
 from memory.categories import CategoryTyper, fits, head_of, scope_key
 from memory.db import Database, Migrations
 from memory.extraction import (
     AGE_WORDS,
+    KIN_OF,
     Slot,
     asked_subject,
     slot_of,
@@ -53,14 +55,17 @@ from memory.reconcile import (
     RELATION_WORDS,
     Judgement,
     Known,
+    as_household,
     asked_role,
     canonical_subject,
     change_cue,
     clause_of,
     correction_cue,
     identifiers,
+    kin_forms,
     mentions,
     old_values,
+    one_person,
     other_context,
     owners,
     restates_change,
@@ -211,6 +216,14 @@ ACROSS_CHANGE = 0.31
 # date: "Tyro", "5月25号"), which two other facts seldom do. Read files, replayed on their
 # gold rows between 0.20 and 0.31: 7 missed updates linked, no other fact
 ACROSS_CHANGE_NAMED = 0.20
+# and at this or more when the two name the same things across the two languages: the
+# Chinese words' English glosses and the names' sounds they share weigh more than
+# `ACROSS_SHARED` (`memory.bilingual`: 望远镜 / "binoculars", 岩温 / "Yanwen"). Session 51,
+# chosen on the read files' gold rows, cued changes whose nearest row in the other script
+# scored below 0.31: 8 missed updates linked against 2 other facts (the never-read files
+# then: 31 and 2)
+ACROSS_CHANGE_SHARED = 0.15
+ACROSS_SHARED = 2.5
 # a change replaces its nearest row of its own script with each script's centre taken
 # off at this or more (`_centred_change`). Session 45, read files replayed on their gold
 # rows, changes the rules had left unlinked, pairs worded as someone else's left out: at
@@ -1072,9 +1085,9 @@ class ConclusionStore:
         other, and what is left is how near two statements are in what they say. Its
         nearest active row of the kind, with whether it is in the other script:
         - in the other script ("Card payments go through a Tyro terminal", then
-          "我们的POS换成Square了"), at `ACROSS_CHANGE` or more (`ACROSS_CHANGE_NAMED` when
-          both write a value alike): words and frames, which the rules read, are not
-          shared across two languages;
+          "我们的POS换成Square了"), at `_across_floor` or more (less when both write a
+          value alike or name the same things in the two languages): words and frames,
+          which the rules read, are not shared across two languages;
         - in its own, at `CENTRED_CHANGE` or more, unless one of the two is worded as
           someone else's fact (`_anothers_fact`) or the rules hold the two apart
           (`_held_apart`).
@@ -1087,8 +1100,7 @@ class ConclusionStore:
         across = other is not None and (own is None or other[0] > own[0])
         if across and other is not None:
             similarity, old = other
-            named = values(old.text, loose=True) & values(text, loose=True)
-            if similarity < (ACROSS_CHANGE_NAMED if named else ACROSS_CHANGE):
+            if similarity < _across_floor(old.text, text) or _relatives_apart(old.text, text):
                 return None
         elif own is not None and own[0] >= CENTRED_CHANGE:
             similarity, old = own
@@ -1875,6 +1887,35 @@ def _held_apart(old: str, new: str) -> bool:
         or amount_for_amountless(old, new)
         or another_thing_too(old, new)
     )
+
+
+def _relatives_apart(old: str, new: str) -> bool:
+    """Do the two statements belong to different relatives of the speaker ("our son" /
+    女儿)? Relation words are the one kind of person both languages name alike
+    (`kin_forms`), when a word has a form in each: "sister" is 姐 or 妹, which English
+    does not tell apart, so it decides nothing. Parents and one parent are one
+    household (`as_household`)."""
+    found = [frozenset(w for w in owners(t) if w.lower() in KIN_OF) for t in (old, new)]
+    if not all(found) or not all(_both_languages(w) for words in found for w in words):
+        return False
+    these, those = (one_person(words) for words in found)
+    return not as_household(these, those) & as_household(those, these)
+
+
+def _both_languages(word: str) -> bool:
+    forms = kin_forms(word)
+    return any(has_han(f) for f in forms) and not all(has_han(f) for f in forms)
+
+
+def _across_floor(old: str, new: str) -> float:
+    """How near (centred) a row in the other script must be for a change to replace it:
+    `ACROSS_CHANGE`, less when the two write one value alike (`ACROSS_CHANGE_NAMED`) or
+    name the same things in their two languages (`ACROSS_CHANGE_SHARED`)."""
+    if shared_weight(old, new) > ACROSS_SHARED:
+        return ACROSS_CHANGE_SHARED
+    if values(old, loose=True) & values(new, loose=True):
+        return ACROSS_CHANGE_NAMED
+    return ACROSS_CHANGE
 
 
 def _anothers_fact(old: str, new: str) -> bool:

