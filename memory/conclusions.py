@@ -571,7 +571,7 @@ class ConclusionStore:
             else set()
         )
         first = _speaker_first(found, query, reach, ours, (whom, about))
-        odds = _pair_odds(self.pair_judge, first, mutual, self._centred_stored)
+        odds = _pair_odds(self.pair_judge, first, mutual)
         lean = _question_lean(query, self._concepts_of)
         ordered = _ordered(first, asked, mutual, others, odds, lean)[:k]
         if not inherit:
@@ -1179,37 +1179,10 @@ class ConclusionStore:
         "won" a restatement of the dose at 0.97)."""
         rows = [old for doc_id, _ in similar if (old := by_id.get(doc_id)) and old.kind == kind]
         sims = dict(similar)
-        if not any(sims[old.id] >= FLOOR for old in rows):
+        candidates = [Candidate(old.text, sims[old.id]) for old in rows]
+        if not any(c.similarity >= FLOOR for c in candidates):
             return rows, [(None, 0.0)] * len(rows)
-        apart = self._centred_sims(text, None, rows)
-        candidates = [Candidate(old.text, sims[old.id], apart.get(old.id)) for old in rows]
         return rows, judge.weigh(text, candidates)
-
-    def _centred_sims(
-        self, text: str, vector: np.ndarray | None, rows: Sequence[Conclusion]
-    ) -> dict[str, float]:
-        """Each row's similarity to the statement `text` once each script's centre is
-        taken off both (`memory.scripts`), by id: what the pair judge reads beside the
-        plain similarity. `vector`: the statement's, when it is stored (else embedded
-        here). Empty while the store has too few rows to centre."""
-        centre = self._script_centres()
-        if centre is None or not rows:
-            return {}
-        if vector is None:
-            vector = self.index.passage(text)
-        anchor = centred(vector, centre[script_of(text)])
-        stored = self.index.embeddings([row.id for row in rows])
-        return {
-            row.id: float(centred(stored[row.id], centre[script_of(row.text)]) @ anchor)
-            for row in rows
-            if row.id in stored
-        }
-
-    def _centred_stored(self, new: Conclusion, rows: Sequence[Conclusion]) -> dict[str, float]:
-        """`_centred_sims` for a stored row against other stored rows (recall's
-        near-conflict move asks the pair judge about two rows it found)."""
-        vector = self.index.embeddings([new.id]).get(new.id)
-        return {} if vector is None else self._centred_sims(new.text, vector, rows)
 
     def _learned(
         self,
@@ -2609,18 +2582,13 @@ def _question_lean(
 
 
 def _pair_odds(
-    judge: PairJudge | None,
-    found: Sequence[Conclusion],
-    mutual: dict[tuple[str, str], float],
-    centred_of: Callable[[Conclusion, Sequence[Conclusion]], dict[str, float]] | None = None,
+    judge: PairJudge | None, found: Sequence[Conclusion], mutual: dict[tuple[str, str], float]
 ) -> Odds | None:
     """The pair judge's probability that a newer recalled row is about an older one's
     fact, read as at write time: the newer row against every older active row recalled
     with it, nearest first, since the judge weighs a candidate by its place among the
     others (weighed as a pair alone, it lost 8 steps on the never-read files). Each
-    newer row is read once, when the near-conflict move first asks. `centred_of`: the
-    older rows' centred similarities to the newer one (the store's `_centred_stored`;
-    none, as while the store has too few rows to centre, when left out)."""
+    newer row is read once, when the near-conflict move first asks."""
     if judge is None:
         return None
     read: dict[str, dict[str, float]] = {}
@@ -2637,10 +2605,7 @@ def _pair_odds(
                 ),
                 key=lambda pair: -pair[1],
             )
-            apart = {} if centred_of is None else centred_of(new, [row for row, _ in older])
-            weighed = judge.weigh(
-                new.text, [Candidate(row.text, sim, apart.get(row.id)) for row, sim in older]
-            )
+            weighed = judge.weigh(new.text, [Candidate(row.text, sim) for row, sim in older])
             read[new.id] = {row.id: p for (row, _), (_, p) in zip(older, weighed, strict=True)}
         return read[new.id].get(old.id, 0.0)
 
