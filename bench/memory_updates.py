@@ -15,7 +15,13 @@ reported too, since they explain most failures.
 Scenarios are data: YAML files under bench/scenarios/ (lifecycle_50.yaml shows the
 format), each run on a fresh store and reported separately.
 
-    python bench/memory_updates.py [--scenario FILE ...] [--json] [--verbose]
+    python bench/memory_updates.py [--scenario FILE ...] [--one-language en|zh] [--json]
+        [--verbose]
+
+`--one-language` runs each scenario cut to the chains told wholly in one language, as a
+user of that language alone would have told them: every scenario file mixes English and
+Chinese, and a store in one script has no script centres (memory.scripts), which only
+such a cut shows (docs/BENCHMARKS.md, issue 15 session 51).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from assistant.app import Assistant
 from assistant.config import load_settings
 from memory.conclusions import ConclusionStore, Remembered
 from memory.instructions import InstructionRefused
+from memory.scripts import HAN_SCRIPT, LATIN_SCRIPT, script_of
 
 
 @dataclass(frozen=True)
@@ -104,6 +111,19 @@ def load_scenario(path: Path) -> tuple[str, list[Step]]:
             )
         )
     return str(doc.get("name") or path.stem), steps
+
+
+LANGUAGES = {"en": LATIN_SCRIPT, "zh": HAN_SCRIPT}
+
+
+def one_language(steps: list[Step], language: str) -> list[Step]:
+    """The steps of the chains whose every statement is in `language` (`LANGUAGES`, as
+    `memory.scripts.script_of` reads a text), their forgets included."""
+    scripts: dict[str, set[str]] = {}
+    for step in steps:
+        if not step.forget:
+            scripts.setdefault(step.chain, set()).add(script_of(step.text))
+    return [step for step in steps if scripts.get(step.chain) == {LANGUAGES[language]}]
 
 
 def normalised(text: str) -> str:
@@ -491,6 +511,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="FILE",
         help="a scenario YAML file (repeatable; default: every file in bench/scenarios/)",
     )
+    parser.add_argument(
+        "--one-language",
+        choices=sorted(LANGUAGES),
+        help="run only the chains told wholly in this language (a one-language user's store)",
+    )
     parser.add_argument("--json", action="store_true", help="last line: one JSON object")
     judge_flags(parser)
     parser.add_argument("--verbose", action="store_true", help="every step on stderr")
@@ -503,6 +528,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     report = {}
     for path, name, steps in scenarios:
+        if args.one_language:
+            steps = one_language(steps, args.one_language)
+            name = f"{name}-{args.one_language}"
+            if not steps:
+                print(f"{name}: no chain told wholly in this language, skipped\n")
+                continue
         started = time.perf_counter()
         result = run(
             steps,

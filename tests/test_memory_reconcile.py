@@ -1402,6 +1402,27 @@ def test_every_scenario_file_is_a_runnable_scenario() -> None:
             assert step.forget or step.value.lower() in step.text.lower(), (path.name, step.text)
 
 
+def test_a_scenario_cut_to_one_language_keeps_the_chains_told_wholly_in_it() -> None:
+    """`--one-language`: a one-language user's store, the chains told in that language
+    alone with their forgets; a chain whose change came in the other language is left
+    out of both cuts."""
+    module = _bench_module("memory_updates")
+    step = module.Step
+    steps = [
+        step("dentist", "My dentist is Dr. Rao.", "Rao", "Who is my dentist?", "created"),
+        step("gym", "我每周三去游泳。", "周三", "我哪天游泳？", "created"),
+        step("car", "I drive a blue Skoda.", "Skoda", "What car do I drive?", "created"),
+        step("car", "车换成比亚迪了。", "比亚迪", "What car do I drive?", "superseded"),
+        step("dentist", "", None, "Who is my dentist?", "forgotten", forget=True),
+        step("gym", "现在改成周五游泳了。", "周五", "我哪天游泳？", "superseded"),
+    ]
+    assert [(s.chain, s.forget) for s in module.one_language(steps, "en")] == [
+        ("dentist", False),
+        ("dentist", True),
+    ]
+    assert [s.value for s in module.one_language(steps, "zh")] == ["周三", "周五"]
+
+
 def _bench_run(
     tmp_path: Path, steps: list[tuple[str, str, str, str]], question: str
 ) -> dict[str, Any]:
