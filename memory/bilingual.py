@@ -18,8 +18,10 @@ import math
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Mapping
 from functools import lru_cache
 from importlib.resources import files
+from types import MappingProxyType
 
 from memory.text import HAN, has_han, us_stem, zh_words
 
@@ -117,13 +119,13 @@ def _name_sounds(syllables: list[str]) -> dict[str, float]:
     return found
 
 
-def _merge(into: dict[str, float], more: dict[str, float]) -> None:
+def _merge(into: dict[str, float], more: Mapping[str, float]) -> None:
     for key, weight in more.items():
         into[key] = max(into.get(key, 0.0), weight)
 
 
 @lru_cache(maxsize=4096)
-def english_words(text: str) -> dict[str, float]:
+def english_words(text: str) -> Mapping[str, float]:
     """An English text's content stems (weighed as the glosses weigh them) and the sounds of
     its capitalised names ("Lao Chen": "lao", "chen", "laochen")."""
     body = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
@@ -138,11 +140,11 @@ def english_words(text: str) -> dict[str, float]:
         # key weighs what the lighter side gives it (one syllable of 林晓雯 stays light)
         parts = run.group().lower().split()
         found.update(dict.fromkeys(_name_sounds(parts), NAME_WEIGHT))
-    return found
+    return MappingProxyType(found)  # cached: read-only
 
 
 @lru_cache(maxsize=4096)
-def chinese_words(text: str) -> dict[str, float]:
+def chinese_words(text: str) -> Mapping[str, float]:
     """A Chinese text's words as English: each word of two characters or more by its
     glosses, a name (or a word the dictionary lacks) by its pinyin, and its Latin words
     as `english_words` reads them."""
@@ -162,10 +164,10 @@ def chinese_words(text: str) -> dict[str, float]:
         _merge(found, glossed)
         if tag.startswith(_NAME_TAGS) or (len(word) >= 2 and not glossed):
             _merge(found, _name_sounds(lazy_pinyin(word)))
-    return found
+    return MappingProxyType(found)  # cached: read-only
 
 
-def words_of(text: str) -> dict[str, float]:
+def words_of(text: str) -> Mapping[str, float]:
     """`chinese_words` for a text with Chinese in it, else `english_words`."""
     return chinese_words(text) if has_han(text) else english_words(text)
 

@@ -221,7 +221,7 @@ ACROSS_CHANGE_NAMED = 0.20
 # `ACROSS_SHARED` (`memory.bilingual`: 望远镜 / "binoculars", 岩温 / "Yanwen"). Session 51,
 # chosen on the read files' gold rows, cued changes whose nearest row in the other script
 # scored below 0.31: 8 missed updates linked against 2 other facts (the never-read files
-# then: 31 and 2)
+# then: 32 and 3)
 ACROSS_CHANGE_SHARED = 0.15
 ACROSS_SHARED = 2.5
 # a change replaces its nearest row of its own script with each script's centre taken
@@ -1903,6 +1903,7 @@ def _relatives_apart(old: str, new: str) -> bool:
 
 
 def _both_languages(word: str) -> bool:
+    """Has the relation word a form in each language (mother / 妈妈, not sister / 姐)?"""
     forms = kin_forms(word)
     return any(has_han(f) for f in forms) and not all(has_han(f) for f in forms)
 
