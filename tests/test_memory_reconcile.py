@@ -1423,6 +1423,25 @@ def test_a_scenario_cut_to_one_language_keeps_the_chains_told_wholly_in_it() -> 
     assert [s.value for s in module.one_language(steps, "zh")] == ["周三", "周五"]
 
 
+def test_a_blind_scenario_cuts_into_whole_chains_of_one_language() -> None:
+    """heldout31 (written blind by a helper, read; a fintech product manager in Shenzhen who
+    writes in both languages and changes facts in the other one): each cut holds whole
+    chains, every statement in its language, and the chains changed across the two
+    languages are in neither."""
+    from memory.scripts import script_of
+
+    module = _bench_module("memory_updates")
+    path = Path(__file__).resolve().parent.parent / "bench" / "scenarios" / "heldout31_s17_b.yaml"
+    _, steps = module.load_scenario(path)
+    cuts = {language: module.one_language(steps, language) for language in ("en", "zh")}
+    for language, cut in cuts.items():
+        assert cut and all(s.forget or script_of(s.text) == module.LANGUAGES[language] for s in cut)
+        for chain in {s.chain for s in cut}:
+            assert [s for s in cut if s.chain == chain] == [s for s in steps if s.chain == chain]
+    kept = {s.chain for cut in cuts.values() for s in cut}
+    assert {"grandma_hearing_aid", "mba_elective"} <= {s.chain for s in steps} - kept
+
+
 def _bench_run(
     tmp_path: Path, steps: list[tuple[str, str, str, str]], question: str
 ) -> dict[str, Any]:
