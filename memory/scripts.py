@@ -40,14 +40,19 @@ def other_script(script: str) -> str:
 
 
 def centres(rows: Sequence[tuple[str, np.ndarray]]) -> dict[str, np.ndarray] | None:
-    """Each script's mean vector over `rows` (text, vector); None unless both scripts have
-    `CENTRE_ROWS` rows (a store in one language has nothing to centre across)."""
+    """Each script's mean vector over `rows` (text, vector), for each script with
+    `CENTRE_ROWS` rows or more; None when neither has. A store in one language still
+    has its own script's centre: its rows' likeness as sentences of that language,
+    taken off before two of them are compared, as in a store of both."""
     by_script: dict[str, list[np.ndarray]] = {HAN_SCRIPT: [], LATIN_SCRIPT: []}
     for text, vector in rows:
         by_script[script_of(text)].append(np.asarray(vector, dtype=np.float32))
-    if any(len(vectors) < CENTRE_ROWS for vectors in by_script.values()):
-        return None
-    return {script: np.mean(vectors, axis=0) for script, vectors in by_script.items()}
+    found = {
+        script: np.mean(vectors, axis=0)
+        for script, vectors in by_script.items()
+        if len(vectors) >= CENTRE_ROWS
+    }
+    return found or None
 
 
 def centred(vector: np.ndarray, centre: np.ndarray) -> np.ndarray:

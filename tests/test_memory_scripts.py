@@ -129,11 +129,15 @@ def test_the_script_a_text_is_written_in(text: str, script: str) -> None:
     assert script_of(text) == script
 
 
-def test_centres_need_three_rows_of_each_script() -> None:
+def test_a_script_is_centred_once_it_has_three_rows() -> None:
     one = np.array([1.0, 0.0], dtype=np.float32)
     two = np.array([0.0, 1.0], dtype=np.float32)
     english = [("a row", one)] * 3
-    assert centres([*english, ("一行", two), ("两行", two)]) is None
+    assert centres([english[0], ("一行", two), ("两行", two)]) is None
+    # a store in one language is centred too; the other script only once it has three
+    alone = centres([*english, ("一行", two), ("两行", two)])
+    assert alone is not None and set(alone) == {LATIN_SCRIPT}
+    assert np.allclose(alone[LATIN_SCRIPT], one)
     found = centres([*english, *[("一行", two)] * 3])
     assert found is not None
     assert np.allclose(found[LATIN_SCRIPT], one) and np.allclose(found[HAN_SCRIPT], two)
