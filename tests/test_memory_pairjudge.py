@@ -561,3 +561,31 @@ def test_a_change_worded_like_an_earlier_value_links_only_where_the_judge_does_n
     done = store.remember("猫粮又换地方了，现在在盒马买。")
     assert (done.action == "superseded") is linked, done.decision
     assert (second.conclusion.text in {c.text for c in store.list()}) is not linked
+
+
+@pytest.mark.parametrize(
+    ("language", "upto", "opening"),
+    [("zh", 14, "老家的房子一直空着"), ("en", 12, "Priya is my climbing partner")],
+)
+def test_a_store_in_one_language_links_a_change_to_its_centred_nearest_row(
+    store: ConclusionStore, language: str, upto: int, opening: str
+) -> None:
+    """heldout8 (written blind by a helper, read), cut to the chains told wholly in one
+    language (`bench/memory_updates.py --one-language`): a store holding only that
+    language still centres its rows, so a change worded with no value the rules can pair
+    ("二舅去年搬到县城…现在是表姐一家住着", "Priya's off to Chile…") replaces its fact's
+    row, the nearest once the language's centre is taken off."""
+    from test_memory_reconcile import _bench_module
+
+    module = _bench_module("memory_updates")
+    path = (
+        Path(__file__).resolve().parent.parent / "bench" / "scenarios" / "heldout8_bilingual.yaml"
+    )
+    steps = module.one_language(module.load_scenario(path)[1], language)[:upto]
+    assert not any(step.forget for step in steps)
+    for step in steps[:-1]:
+        store.remember(step.text, kind=step.kind)
+    done = store.remember(steps[-1].text, kind=steps[-1].kind)
+    assert done.action == "superseded", done.decision
+    assert done.previous is not None and done.previous.text.startswith(opening)
+    assert done.decision is not None and "centre" in done.decision.reason
