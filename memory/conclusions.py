@@ -571,7 +571,7 @@ class ConclusionStore:
             else set()
         )
         first = _speaker_first(found, query, reach, ours, (whom, about))
-        odds = _pair_odds(self.pair_judge, first, mutual, self._centred_stored)
+        odds = _pair_odds(self.pair_judge, first, mutual)
         lean = _question_lean(query, self._concepts_of)
         ordered = _ordered(first, asked, mutual, others, odds, lean)[:k]
         if not inherit:
@@ -1089,8 +1089,9 @@ class ConclusionStore:
           value alike or name the same things in the two languages): words and frames,
           which the rules read, are not shared across two languages;
         - in its own, at `CENTRED_CHANGE` or more, unless one of the two is worded as
-          someone else's fact (`_anothers_fact`) or the rules hold the two apart
-          (`_held_apart`).
+          someone else's fact (`_anothers_fact`), the rules hold the two apart
+          (`_held_apart`) or the new one says it is not the old one's person's
+          (`_disowns`).
         Never a row about another subject."""
         if not (change_cue(text) or correction_cue(text)):
             return None
@@ -1108,7 +1109,11 @@ class ConclusionStore:
             similarity, old = own
             # (the rules' people and names do not hold across two scripts: "Ethan" and
             # 小宇 are one boy, whom `led_by_others` would take for two)
-            if _anothers_fact(old.text, text) or _held_apart(old.text, text):
+            if (
+                _anothers_fact(old.text, text)
+                or _held_apart(old.text, text)
+                or _disowns(old.text, text)
+            ):
                 return None
         else:
             return None
@@ -1119,8 +1124,7 @@ class ConclusionStore:
 
     def _centred_nearest(self, text: str, kind: str) -> dict[str, tuple[float, Conclusion]]:
         """Each script's active row of the kind nearest `text` with each script's centre
-        taken off, with that similarity (none for a script with too few rows to centre;
-        none at all while `text`'s own script has too few)."""
+        taken off, with that similarity (none while a script has too few rows to centre)."""
         centre = self._script_centres()
         if centre is None or script_of(text) not in centre:
             return {}
@@ -1184,38 +1188,10 @@ class ConclusionStore:
         "won" a restatement of the dose at 0.97)."""
         rows = [old for doc_id, _ in similar if (old := by_id.get(doc_id)) and old.kind == kind]
         sims = dict(similar)
-        if not any(sims[old.id] >= FLOOR for old in rows):
+        candidates = [Candidate(old.text, sims[old.id]) for old in rows]
+        if not any(c.similarity >= FLOOR for c in candidates):
             return rows, [(None, 0.0)] * len(rows)
-        apart = self._centred_sims(text, None, rows)
-        candidates = [Candidate(old.text, sims[old.id], apart.get(old.id)) for old in rows]
         return rows, judge.weigh(text, candidates)
-
-    def _centred_sims(
-        self, text: str, vector: np.ndarray | None, rows: Sequence[Conclusion]
-    ) -> dict[str, float]:
-        """Each row's similarity to the statement `text` once each script's centre is
-        taken off both (`memory.scripts`), by id: what the pair judge reads beside the
-        plain similarity. `vector`: the statement's, when it is stored (else embedded
-        here). Rows of a script with too few rows to centre are left out; all are, while
-        `text`'s own script has too few."""
-        centre = self._script_centres()
-        if centre is None or script_of(text) not in centre or not rows:
-            return {}
-        if vector is None:
-            vector = self.index.passage(text)
-        anchor = centred(vector, centre[script_of(text)])
-        stored = self.index.embeddings([row.id for row in rows])
-        return {
-            row.id: float(centred(stored[row.id], middle) @ anchor)
-            for row in rows
-            if row.id in stored and (middle := centre.get(script_of(row.text))) is not None
-        }
-
-    def _centred_stored(self, new: Conclusion, rows: Sequence[Conclusion]) -> dict[str, float]:
-        """`_centred_sims` for a stored row against other stored rows (recall's
-        near-conflict move asks the pair judge about two rows it found)."""
-        vector = self.index.embeddings([new.id]).get(new.id)
-        return {} if vector is None else self._centred_sims(new.text, vector, rows)
 
     def _learned(
         self,
@@ -1935,6 +1911,24 @@ def _relatives_apart(old: str, new: str) -> bool:
     return not as_household(these, those) & as_household(those, these)
 
 
+def _disowns(old: str, new: str) -> bool:
+    """Does `new` say it is not the fact of someone `old` is about ("这是他的，不是我爸的",
+    "that's hers, not my dad's")? Then it is that person's look-alike, said beside it."""
+    body = unicodedata.normalize("NFKC", new)
+    named = {m.group("zh") or m.group("en") for m in _DISOWNED.finditer(body)}
+    if not named:
+        return False
+    return bool(one_person(owners(old)) & one_person(frozenset(named)))
+
+
+# "不是我爸的", "不是给我妈的", "not my dad's", "not Dad's"
+_DISOWNED = re.compile(
+    r"不是(?:给|替)?(?:我们?|咱们?|俺)?家?(?P<zh>[\u4e00-\u9fff]{1,3}?)的"
+    r"|\bnot\s+(?:for\s+)?(?:my\s+|our\s+)?(?P<en>[A-Za-z-]+)(?:'s)?\b",
+    re.IGNORECASE,
+)
+
+
 def _both_languages(word: str) -> bool:
     """Has the relation word a form in each language (mother / 妈妈, not sister / 姐)?"""
     forms = kin_forms(word)
@@ -2625,18 +2619,13 @@ def _question_lean(
 
 
 def _pair_odds(
-    judge: PairJudge | None,
-    found: Sequence[Conclusion],
-    mutual: dict[tuple[str, str], float],
-    centred_of: Callable[[Conclusion, Sequence[Conclusion]], dict[str, float]] | None = None,
+    judge: PairJudge | None, found: Sequence[Conclusion], mutual: dict[tuple[str, str], float]
 ) -> Odds | None:
     """The pair judge's probability that a newer recalled row is about an older one's
     fact, read as at write time: the newer row against every older active row recalled
     with it, nearest first, since the judge weighs a candidate by its place among the
     others (weighed as a pair alone, it lost 8 steps on the never-read files). Each
-    newer row is read once, when the near-conflict move first asks. `centred_of`: the
-    older rows' centred similarities to the newer one (the store's `_centred_stored`;
-    none, as while the store has too few rows to centre, when left out)."""
+    newer row is read once, when the near-conflict move first asks."""
     if judge is None:
         return None
     read: dict[str, dict[str, float]] = {}
@@ -2653,10 +2642,7 @@ def _pair_odds(
                 ),
                 key=lambda pair: -pair[1],
             )
-            apart = {} if centred_of is None else centred_of(new, [row for row, _ in older])
-            weighed = judge.weigh(
-                new.text, [Candidate(row.text, sim, apart.get(row.id)) for row, sim in older]
-            )
+            weighed = judge.weigh(new.text, [Candidate(row.text, sim) for row, sim in older])
             read[new.id] = {row.id: p for (row, _), (_, p) in zip(older, weighed, strict=True)}
         return read[new.id].get(old.id, 0.0)
 

@@ -3,10 +3,9 @@
 The rules of `memory.sameness` decide only on strong evidence; each of their signals alone
 is too weak or too strong, and people's wording outruns any list of shapes. This module
 turns a stored statement, a new one and their place among the new one's candidates into
-a few dozen numbers (the rules' own signals, similarity, also with each script's centre
-taken off, shared words and values, who the statements are of) and weighs them with
-gradient-boosted trees trained offline on the scenario and pair files of `bench/`
-(`bench/train_pair_judge.py`, scikit-learn),
+a few dozen numbers (the rules' own signals, similarity, shared words and values, who
+the statements are of) and weighs them with gradient-boosted trees trained offline on
+the scenario and pair files of `bench/` (`bench/train_pair_judge.py`, scikit-learn),
 whose trees ship as `pair_judge.json` next to this file and are walked here in plain
 Python: nothing is downloaded, nothing is trained at run time.
 
@@ -60,7 +59,6 @@ from memory.sameness import (
     values,
     whose,
 )
-from memory.scripts import script_of
 from memory.text import HAN, has_han
 
 WEIGHTS = Path(__file__).with_name("pair_judge.json")
@@ -73,13 +71,10 @@ _WORD = re.compile(r"[^\W_]+")
 
 @dataclass(frozen=True)
 class Candidate:
-    """A stored statement the new one may be about, with its passage similarity and its
-    similarity with each script's centre taken off (`memory.scripts`; None while the
-    store has too few rows of either statement's script to centre)."""
+    """A stored statement the new one may be about, with its passage similarity."""
 
     text: str
     similarity: float
-    centred: float | None = None
 
 
 def _bigrams(text: str) -> set[str]:
@@ -204,10 +199,6 @@ _PLACE_NAMES = (
     "top",
     "nearest_change_pick",
     "conflicting_change_pick",
-    "centred",
-    "centred_top",
-    "centred_gap",
-    "across",
 )
 FEATURES = (*_PLACE_NAMES, *TEXT_NAMES, *PAIR_NAMES)
 
@@ -231,7 +222,6 @@ def features(new: str, candidates: Sequence[Candidate]) -> list[list[float] | No
     conflicting = conflicting_change(new, pairs) if pairs else None
     best = max((c.similarity for c in candidates), default=0.0)
     text = text_features(new)
-    script = script_of(new)
     rows = []
     for i, c in enumerate(candidates):
         if c.similarity < FLOOR:
@@ -247,25 +237,9 @@ def features(new: str, candidates: Sequence[Candidate]) -> list[list[float] | No
             float(c.similarity >= best),
             float(nearest == i),
             float(conflicting == i),
-            *_centred_place(i, candidates),
-            float(script_of(c.text) != script),
         )
         rows.append([*place, *text, *pair_features(c.text, new, round(c.similarity, 4))])
     return rows
-
-
-def _centred_place(i: int, candidates: Sequence[Candidate]) -> tuple[float, float, float]:
-    """Candidate `i`'s centred similarity (-1 when there is none), whether no other
-    candidate is nearer by it, and by how much it leads the next (the rest of a
-    language's look, once `memory.scripts` took each script's centre off, is what the
-    two statements say: a change worded with no cue the rules know is often still its
-    fact's nearest row)."""
-    mine = candidates[i].centred
-    if mine is None:
-        return (-1.0, 0.0, 0.0)
-    others = [c.centred for j, c in enumerate(candidates) if j != i and c.centred is not None]
-    lead = mine - max(others) if others else 0.2
-    return (mine, float(lead >= 0), max(-0.2, min(0.2, lead)))
 
 
 @dataclass(frozen=True)
