@@ -1124,7 +1124,8 @@ class ConclusionStore:
 
     def _centred_nearest(self, text: str, kind: str) -> dict[str, tuple[float, Conclusion]]:
         """Each script's active row of the kind nearest `text` with each script's centre
-        taken off, with that similarity (none while a script has too few rows to centre)."""
+        taken off, with that similarity (none for a script with too few rows to centre;
+        none at all while `text`'s own script has too few)."""
         centre = self._script_centres()
         if centre is None or script_of(text) not in centre:
             return {}
