@@ -1127,12 +1127,13 @@ class ConclusionStore:
         taken off, with that similarity (none for a script with too few rows to centre;
         none at all while `text`'s own script has too few)."""
         centre = self._script_centres()
-        if centre is None or script_of(text) not in centre:
+        mine = script_of(text)
+        if centre is None or mine not in centre:
             return {}
         vector = self.index.passage(text)
         if vector is None:
             return {}
-        anchor = centred(vector, centre[script_of(text)])
+        anchor = centred(vector, centre[mine])
         nearest: dict[str, tuple[float, Conclusion]] = {}
         for script, middle in centre.items():
             # the anchor moved into the script's region, so its rows come first
@@ -1924,7 +1925,7 @@ def _disowns(old: str, new: str) -> bool:
 
 # "不是我爸的", "不是给我妈的", "not my dad's", "not Dad's"
 _DISOWNED = re.compile(
-    r"不是(?:给|替)?(?:我们?|咱们?|俺)?家?(?P<zh>[\u4e00-\u9fff]{1,3}?)的"
+    rf"不是(?:给|替)?(?:我们?|咱们?|俺)?家?(?P<zh>[{HAN}]{{1,3}}?)的"
     r"|\bnot\s+(?:for\s+)?(?:my\s+|our\s+)?(?P<en>[A-Za-z-]+)(?:'s)?\b",
     re.IGNORECASE,
 )
