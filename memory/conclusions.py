@@ -1085,8 +1085,10 @@ class ConclusionStore:
         other, and what is left is how near two statements are in what they say. Its
         nearest active row of the kind, with whether it is in the other script:
         - in the other script ("Card payments go through a Tyro terminal", then
-          "我们的POS换成Square了"), at `_across_floor` or more (less when both write a
-          value alike or name the same things in the two languages): words and frames,
+          "我们的POS换成Square了，Tyro每个月的租机费太贵"), when the nearest row there is
+          nearer than any of its own: the nearest of those that reach `_across_floor`
+          (less when both write a value alike or name the same things in the two
+          languages), still nearer than any row of its own script: words and frames,
           which the rules read, are not shared across two languages;
         - in its own, at `CENTRED_CHANGE` or more, unless one of the two is worded as
           someone else's fact (`_anothers_fact`), the rules hold the two apart
@@ -1097,14 +1099,26 @@ class ConclusionStore:
             return None
         nearest = self._centred_nearest(text, kind)
         mine = script_of(text)
-        own, other = nearest.get(mine), nearest.get(other_script(mine))
-        across = other is not None and (own is None or other[0] > own[0])
-        if across and other is not None:
-            similarity, old = other
-            if not _near_enough_across(similarity, old.text, text) or _relatives_apart(
-                old.text, text
-            ):
+        own = next(iter(nearest.get(mine, ())), None)
+        others = nearest.get(other_script(mine), [])
+        across = bool(others) and (own is None or others[0][0] > own[0])
+        if across:
+            # the nearest row of the other script that reaches its own floor: one below
+            # the nearest may write the value the change replaces ("Tyro") where the
+            # nearest shares nothing with it
+            picked = next(
+                (
+                    (similarity, row)
+                    for similarity, row in others
+                    if (own is None or similarity > own[0])
+                    and _near_enough_across(similarity, row.text, text)
+                    and not _relatives_apart(row.text, text)
+                ),
+                None,
+            )
+            if picked is None:
                 return None
+            similarity, old = picked
         elif own is not None and own[0] >= CENTRED_CHANGE:
             similarity, old = own
             # (the rules' people and names do not hold across two scripts: "Ethan" and
@@ -1122,10 +1136,10 @@ class ConclusionStore:
             return None
         return old, similarity, across
 
-    def _centred_nearest(self, text: str, kind: str) -> dict[str, tuple[float, Conclusion]]:
-        """Each script's active row of the kind nearest `text` with each script's centre
-        taken off, with that similarity (none for a script with too few rows to centre;
-        none at all while `text`'s own script has too few)."""
+    def _centred_nearest(self, text: str, kind: str) -> dict[str, list[tuple[float, Conclusion]]]:
+        """Each script's active rows of the kind nearest `text` with each script's centre
+        taken off, nearest first, with that similarity (none for a script with too few
+        rows to centre; none at all while `text`'s own script has too few)."""
         centre = self._script_centres()
         mine = script_of(text)
         if centre is None or mine not in centre:
@@ -1134,7 +1148,7 @@ class ConclusionStore:
         if vector is None:
             return {}
         anchor = centred(vector, centre[mine])
-        nearest: dict[str, tuple[float, Conclusion]] = {}
+        nearest: dict[str, list[tuple[float, Conclusion]]] = {}
         for script, middle in centre.items():
             # the anchor moved into the script's region, so its rows come first
             near = self.index.near_vector(
@@ -1153,7 +1167,7 @@ class ConclusionStore:
                 for doc_id, stored in self.index.embeddings(list(rows)).items()
             ]
             if scored:
-                nearest[script] = max(scored, key=lambda pair: pair[0])
+                nearest[script] = sorted(scored, key=lambda pair: -pair[0])
         return nearest
 
     def _script_centres(self) -> dict[str, np.ndarray] | None:

@@ -163,3 +163,19 @@ def test_a_change_in_chinese_replaces_the_english_row_naming_the_same_things(
     assert done.decision is not None and "other language" in done.decision.reason
     found = store.recall("What brand is Grandma's hearing aid?", 3)
     assert found[0].text.endswith("配了副 Signia 的。")
+
+
+def test_a_change_replaces_the_row_across_that_writes_its_old_value(
+    store: ConclusionStore,
+) -> None:
+    """heldout98 (written blind by a helper, read): "我们的POS换成Square了，Tyro每个月的
+    租机费太贵" replaces "Card payments go through a Tyro terminal on the counter". The
+    nearest English row with each language's centre taken off is another (a bookkeeping
+    app's correction) and stays below `ACROSS_CHANGE`; the Tyro row, a little less near,
+    writes the value the change names, so it reaches its lower floor."""
+    from test_memory_pairjudge import _remembered_after
+
+    replaced, done = _remembered_after(store, "heldout98_s33_c.yaml", 23, "Card payments go")
+    assert done.action == "superseded", done.decision
+    assert done.previous is not None and done.previous.text == replaced
+    assert done.decision is not None and "other language" in done.decision.reason
