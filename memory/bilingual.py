@@ -46,6 +46,29 @@ _ENTRY = re.compile(r"(\S+) (\S+) \[[^\]]*\] /(.*)/\s*$")
 _ENGLISH_WORD = re.compile(r"[a-z][a-z'-]+")
 _LATIN_NAME_RUN = re.compile(r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
+# a day of the week or a month as Chinese writes it (每周二, 星期天, 礼拜六, 3月, 十一月):
+# jieba cuts 每周二 into 每周 / 二 and the dictionary has no 3月, so the English names
+# both languages write are read here
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
+_ZH_WEEKDAY = re.compile(r"(?:周|星期|礼拜|週|禮拜)([一二三四五六日天])")
+_ZH_MONTH = re.compile(
+    r"(?<![\d一二三四五六七八九十])(1[0-2]|[1-9]|十[一二]?|[一二三四五六七八九])月"
+)
+_ZH_NUMERALS = "一二三四五六七八九"
 # the prefixes a familiar name takes (老陈, 小梅, 阿杰), which jieba cuts off
 _FAMILIAR = frozenset("老小阿")
 # jieba's tags for names: people, places, organisations, other proper names
@@ -159,7 +182,24 @@ def chinese_words(text: str) -> Mapping[str, float]:
         _merge(found, glossed)
         if tag.startswith(_NAME_TAGS) or (len(word) >= 2 and not glossed):
             _merge(found, _name_sounds(lazy_pinyin(word)))
+    _merge(found, {name: book.weight(name) for name in _calendar(text)})
     return MappingProxyType(found)  # cached: read-only
+
+
+def _calendar(text: str) -> set[str]:
+    """The days of the week and the months a Chinese text names, by their English names
+    ("每周二" is "tuesday", "3月27号" "march")."""
+    days = {_WEEKDAYS[min("一二三四五六日天".index(m[1]), 6)] for m in _ZH_WEEKDAY.finditer(text)}
+    return days | {_MONTHS[_month_number(m[1]) - 1] for m in _ZH_MONTH.finditer(text)}
+
+
+def _month_number(written: str) -> int:
+    """1-12 from "3", "十一" or "三"."""
+    if written.isdigit():
+        return int(written)
+    if written.startswith("十"):
+        return 10 + len(written) - 1 + (written[1:] == "二")
+    return _ZH_NUMERALS.index(written) + 1
 
 
 def words_of(text: str) -> Mapping[str, float]:
