@@ -64,7 +64,8 @@ _MONTHS = (
     "november",
     "december",
 )
-_ZH_WEEKDAY = re.compile(r"(?:周|星期|礼拜|週|禮拜)([一二三四五六日天])")
+# (not a count a week: 每周三次, 每周两天, 一周五个小时)
+_ZH_WEEKDAY = re.compile(r"(?:周|星期|礼拜|週|禮拜)([一二三四五六日天])(?![次回遍趟天个])")
 _ZH_MONTH = re.compile(
     r"(?<![\d一二三四五六七八九十])(1[0-2]|[1-9]|十[一二]?|[一二三四五六七八九])月"
 )
@@ -198,7 +199,7 @@ def _month_number(written: str) -> int:
     if written.isdigit():
         return int(written)
     if written.startswith("十"):
-        return 10 + len(written) - 1 + (written[1:] == "二")
+        return 10 + ("", "一", "二").index(written[1:])
     return _ZH_NUMERALS.index(written) + 1
 
 

@@ -190,8 +190,9 @@ def test_a_change_replaces_the_row_across_that_writes_its_old_value(
         ("延签预约被挪到3月27号了。", {"march"}),
         ("十一月九号起改成每週五。", {"november", "friday"}),
         ("十二月、12月都是年底。", {"december"}),
-        # no month: a count of months, a 13, a week without its day
+        # no day or month: a count of months, a 13, a week without its day, a count a week
         ("试用期三个月，13月不存在，每周都去。", set()),
+        ("每周三次，一周五个小时，每周两天。", set()),
     ],
 )
 def test_a_day_or_month_is_named_in_english_too(chinese: str, named: set[str]) -> None:
