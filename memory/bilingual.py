@@ -23,6 +23,7 @@ from functools import lru_cache
 from importlib.resources import files
 from types import MappingProxyType
 
+from memory.reconcile import MONTH_NAMES, WEEKDAY_NAMES, zh_digits
 from memory.text import STOP_WORDS, has_han, us_stem, zh_words
 
 # a shared name's sound (a person, place or brand, two syllables or more) weighs this
@@ -48,28 +49,11 @@ _LATIN_NAME_RUN = re.compile(r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
 # a day of the week or a month as Chinese writes it (每周二, 星期天, 礼拜六, 3月, 十一月):
 # jieba cuts 每周二 into 每周 / 二 and the dictionary has no 3月, so the English names
-# both languages write are read here
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_MONTHS = (
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-)
-# (not a count a week: 每周三次, 每周两天, 一周五个小时)
+# both languages write are read here; not a count a week (每周三次, 每周两天, 一周五个小时)
 _ZH_WEEKDAY = re.compile(r"(?:周|星期|礼拜|週|禮拜)([一二三四五六日天])(?![次回遍趟天个])")
-_ZH_MONTH = re.compile(
-    r"(?<![\d一二三四五六七八九十])(1[0-2]|[1-9]|十[一二]?|[一二三四五六七八九])月"
-)
-_ZH_NUMERALS = "一二三四五六七八九"
+_ZH_DAY_NAMES = dict(zip("一二三四五六日天", (*WEEKDAY_NAMES, WEEKDAY_NAMES[-1]), strict=True))
+# a month in digits, once `zh_digits` has written 十一月 as 11月
+_MONTH_IN_DIGITS = re.compile(r"(?<!\d)0?(1[0-2]|[1-9])月")
 # the prefixes a familiar name takes (老陈, 小梅, 阿杰), which jieba cuts off
 _FAMILIAR = frozenset("老小阿")
 # jieba's tags for names: people, places, organisations, other proper names
@@ -189,18 +173,10 @@ def chinese_words(text: str) -> Mapping[str, float]:
 
 def _calendar(text: str) -> set[str]:
     """The days of the week and the months a Chinese text names, by their English names
-    ("每周二" is "tuesday", "3月27号" "march")."""
-    days = {_WEEKDAYS[min("一二三四五六日天".index(m[1]), 6)] for m in _ZH_WEEKDAY.finditer(text)}
-    return days | {_MONTHS[_month_number(m[1]) - 1] for m in _ZH_MONTH.finditer(text)}
-
-
-def _month_number(written: str) -> int:
-    """1-12 from "3", "十一" or "三"."""
-    if written.isdigit():
-        return int(written)
-    if written.startswith("十"):
-        return 10 + ("", "一", "二").index(written[1:])
-    return _ZH_NUMERALS.index(written) + 1
+    ("每周二" is "tuesday", "3月27号" and "三月" "march")."""
+    days = {_ZH_DAY_NAMES[m[1]] for m in _ZH_WEEKDAY.finditer(text)}
+    months = {MONTH_NAMES[int(m[1]) - 1] for m in _MONTH_IN_DIGITS.finditer(zh_digits(text))}
+    return days | months
 
 
 def words_of(text: str) -> Mapping[str, float]:

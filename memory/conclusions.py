@@ -1099,7 +1099,7 @@ class ConclusionStore:
             return None
         nearest = self._centred_nearest(text, kind)
         mine = script_of(text)
-        own = next(iter(nearest.get(mine, ())), None)
+        own = nearest[mine][0] if mine in nearest else None
         others = nearest.get(other_script(mine), [])
         across = bool(others) and (own is None or others[0][0] > own[0])
         if across:

@@ -39,11 +39,14 @@ ACTIONS: tuple[str, ...] = ("new", "restatement", "update", "unrelated")
 
 _P = r"，。,、；;：:！!？?"  # clause punctuation, both scripts
 
-WEEKDAYS = frozenset(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])
-MONTHS = frozenset(
+# in their order (`memory.bilingual` reads 周二 and 3月 by them)
+WEEKDAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+MONTH_NAMES = tuple(
     """january february march april may june july august september october november
     december""".split()  # noqa: SIM905
 )
+WEEKDAYS = frozenset(WEEKDAY_NAMES)
+MONTHS = frozenset(MONTH_NAMES)
 # what "old" or "former" says of a person or a time, not of an earlier one replaced: "old
 # friends", "my old man", "old school" (the change cue here, `sameness.nearest_change`'s
 # "the old bakery")
