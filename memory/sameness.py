@@ -934,6 +934,17 @@ def led_by_others(old: str, new: str) -> bool:
 _FIRST_PERSON = re.compile(r"\b(?:I|me|my|mine|we|us|our|ours)\b|我|咱", re.IGNORECASE)
 
 
+def things_shared(old: str, new: str) -> frozenset[str]:
+    """The values both statements write, less whom they are about: the person either
+    opens with ("Mei is loving Kita Wasserturm") and the relatives either names by name
+    ("Our son Haoran …"). "Kita Wasserturm" is a thing the two share, "Mei" is not."""
+    people = {who for who in (_leading_person(old), _leading_person(new)) if who}
+    people |= set(named_relations(old).values()) | set(named_relations(new).values())
+    return frozenset(
+        v for v in values(old) & values(new) if not any(mentions(who, v) for who in people)
+    )
+
+
 # people one works with, named after "my": "My manager Hannah is now on site …" is Hannah's
 _WORK_RELATIONS = frozenset(
     "manager supervisor director assistant lead boss deputy intern trainee".split()  # noqa: SIM905

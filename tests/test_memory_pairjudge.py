@@ -564,3 +564,60 @@ def test_a_change_that_says_it_is_not_the_old_rows_persons_is_not_linked_by_near
     """The own-script centred link (nearness and a cue, weak evidence) is refused for a
     statement that says whose it is not: a look-alike said right beside its person's."""
     assert _disowns(old, new) is disowned
+
+
+# -- session 54: a statement that shares only its person with a row is the judge's to link ----
+# when the judge is sure and the two name one thing alike. Outside cases: blind-written
+# scenarios (read), replayed up to the step.
+
+
+@pytest.mark.parametrize(
+    ("name", "upto", "opening"),
+    [
+        # "The audiologist said the Signia aids only needed a small adjustment, so we're
+        # keeping them": which aids they are, said again
+        ("heldout14_s13_b.yaml", 29, "Sorry, I got that wrong"),
+        # "还住桃源村，最近楼下修路吵得要命": where the speaker rents, said again
+        ("heldout47_s20_b.yaml", 26, "我现在租在南山桃源村"),
+        # "冰这块今年就全指望葛师傅了…": who the ice comes from, said again
+        ("heldout89_s32_a.yaml", 36, "今年江面冻得晚"),
+    ],
+)
+def test_a_statement_sharing_its_person_and_a_value_is_linked_by_a_sure_judge(
+    judged: ConclusionStore, name: str, upto: int, opening: str
+) -> None:
+    """Blind-written files (read): a statement without a cue the rules read and without
+    a topic word of the stored row, whose value it names again: left as a second row,
+    the thing's next change would replace one of the two and leave the other stale."""
+    _supersedes(judged, name, upto, opening)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "held"),
+    [
+        # one more fact of the same person, nothing named alike: held apart however sure
+        (
+            "My daughter works weekends at a bookshop on Byres Road.",
+            "We phone our daughter every Sunday at noon.",
+            True,
+        ),
+        # the name both write is the person's: whom they are about, not a thing
+        ("Our son Haoran plays football on Saturdays.", "Haoran is studying for his exams.", True),
+        # a thing both name besides the person: the judge's call
+        (
+            "My daughter Mei goes to Kita Wasserturm since October.",
+            "Mei is loving Kita Wasserturm.",
+            False,
+        ),
+    ],
+)
+def test_only_a_value_named_alike_lets_a_sure_judge_link_one_persons_statements(
+    rules_only: ConclusionStore, old: str, new: str, held: bool
+) -> None:
+    """Whatever the trees say, two statements that share only whom they are about stay
+    two rows; one that names the stored row's value again may be linked."""
+    store = rules_only
+    store.pair_judge = _always_sure()
+    store.remember(old)
+    done = store.remember(new)
+    assert (done.action == "created") is held, done.decision
