@@ -1899,12 +1899,13 @@ def _only_the_people_shared(old: str, new: str) -> bool:
 
 def _sure_of_the_thing(old: str, new: str, p: float) -> bool:
     """Is the learned pair judge sure (`SURE_CHANGE`) that `new` is about `old`'s fact,
-    where the two name a thing alike besides whom they are about (`things_shared`: "Mei
-    goes to Kita Wasserturm" / "Mei is loving Kita Wasserturm")? Then they share more
-    than their person, and `_only_the_people_shared` does not hold them apart. On 100 never-read
-    files that check held back 92 of the judge's links to the statement's own fact and 6
-    to another's; of those at 0.9 or more with a value shared, 68 and 1 (read files: 43
-    and 3; docs/BENCHMARKS.md, issue 15 session 54)."""
+    where the two write a thing alike besides whom they are about (`things_shared`:
+    "Mei goes to Kita Wasserturm" / "Mei is loving Kita Wasserturm")? Then they share
+    more than their person, and `_only_the_people_shared` does not hold them apart.
+    That check held back 92 of the judge's links to the statement's own fact (most of
+    them restatements, which turn stale at the thing's next change) and 6 to another's
+    on 100 never-read files; let through so, stale rows 495 -> 478 for one more wrong
+    link (docs/BENCHMARKS.md, issue 15 session 54)."""
     return p >= SURE_CHANGE and bool(things_shared(old, new))
 
 

@@ -247,6 +247,8 @@ def _always_sure() -> PairJudge:
             "Tom from the pottery class is no longer allergic to peanuts.",
             False,
         ),
+        # the name both write is the person's: whom they are about, not a thing
+        ("Our son Haoran plays football on Saturdays.", "Haoran is studying for his exams.", False),
         # another person of the same family name: another meeting
         (
             "The budget review with Anna Weber moved to 4 May at 09:00.",
@@ -255,6 +257,12 @@ def _always_sure() -> PairJudge:
         ),
         # the same shapes where the judge may link: one holder of a role, one thing
         ("Irene Chen runs the Friday demo.", "Marcus Feng runs the Friday demo now.", True),
+        # one person's statements that write a thing alike besides her: the judge's call
+        (
+            "My daughter Mei goes to Kita Wasserturm since October.",
+            "Mei is loving Kita Wasserturm.",
+            True,
+        ),
         (
             "My allotment plot is number 14 at Cherry Lane.",
             "They gave me plot 22 at Cherry Lane after the hedge came down on 14.",
@@ -590,34 +598,3 @@ def test_a_statement_sharing_its_person_and_a_value_is_linked_by_a_sure_judge(
     a topic word of the stored row, whose value it names again: left as a second row,
     the thing's next change would replace one of the two and leave the other stale."""
     _supersedes(judged, name, upto, opening)
-
-
-@pytest.mark.parametrize(
-    ("old", "new", "held"),
-    [
-        # one more fact of the same person, nothing named alike: held apart however sure
-        (
-            "My daughter works weekends at a bookshop on Byres Road.",
-            "We phone our daughter every Sunday at noon.",
-            True,
-        ),
-        # the name both write is the person's: whom they are about, not a thing
-        ("Our son Haoran plays football on Saturdays.", "Haoran is studying for his exams.", True),
-        # a thing both name besides the person: the judge's call
-        (
-            "My daughter Mei goes to Kita Wasserturm since October.",
-            "Mei is loving Kita Wasserturm.",
-            False,
-        ),
-    ],
-)
-def test_only_a_value_named_alike_lets_a_sure_judge_link_one_persons_statements(
-    rules_only: ConclusionStore, old: str, new: str, held: bool
-) -> None:
-    """Whatever the trees say, two statements that share only whom they are about stay
-    two rows; one that names the stored row's value again may be linked."""
-    store = rules_only
-    store.pair_judge = _always_sure()
-    store.remember(old)
-    done = store.remember(new)
-    assert (done.action == "created") is held, done.decision
