@@ -1238,15 +1238,12 @@ class ConclusionStore:
         # trees only weigh; but `kept_apart` gives way to a change the judge is sure of:
         # its new value is often a person ("阿明搬去 Oakville 了，礼拜天接阿婆的差事落到
         # 我姐阿珍头上"), whom that reads as another's fact
-        # and a statement that shares only its person with the row is linked only where
-        # the judge is sure and the two name one thing alike (`_sure_of_the_thing`)
+        # and a statement that shares only its person with the row, unless the judge is
+        # sure and the two name one thing alike (`_only_the_people_shared`)
         if (
             _held_apart(rows[i].text, text)
             or (kept_apart(rows[i].text, text) and not _sure_change(text, p))
-            or (
-                _only_the_people_shared(rows[i].text, text)
-                and not _sure_of_the_thing(rows[i].text, text, p)
-            )
+            or _only_the_people_shared(rows[i].text, text, p)
         ):
             return None
         return rows[i], p
@@ -1884,29 +1881,24 @@ def _numbered_apart(old: str, new: str) -> bool:
     return False
 
 
-def _only_the_people_shared(old: str, new: str) -> bool:
+def _only_the_people_shared(old: str, new: str, p: float) -> bool:
     """Is `new` said with no cue (of a change, a correction, or that it still holds) and
-    without a topic word of `old`? Then all the two share is whom they are about: one
+    without a topic word of `old`? Then all the two share may be whom they are about: one
     more fact of that person ("We video-call our daughter every Sunday" next to "my
-    daughter's found a job at a bubble tea place"), not a new value of the stored one.
-    Blind files (issue 15, session 18): three of the judge's links were such, and each
-    replaced another fact. It holds the judge's link apart unless the judge is sure of
-    one thing both name (`_sure_of_the_thing`), so it is not one of `_held_apart`'s."""
+    daughter's found a job at a bubble tea place"), not a new value of the stored one
+    (blind files, issue 15 session 18: three of the judge's links were such, and each
+    replaced another fact). Not when the judge is sure (`p` at `SURE_CHANGE` or more) and
+    the two write a thing alike besides their person (`things_shared`: "Mei goes to Kita
+    Wasserturm" / "Mei is loving Kita Wasserturm"). On 100 never-read files the check
+    held back 92 of the judge's links to the statement's own fact (most of them
+    restatements, which turn stale at the thing's next change) and 6 to another's; with
+    that exception, stale rows 495 -> 478 for one more wrong link (docs/BENCHMARKS.md,
+    issue 15 session 54)."""
     if change_cue(new) or correction_cue(new) or still_cue(new):
         return False
+    if p >= SURE_CHANGE and things_shared(old, new):
+        return False
     return not topic(old) & topic(new)
-
-
-def _sure_of_the_thing(old: str, new: str, p: float) -> bool:
-    """Is the learned pair judge sure (`SURE_CHANGE`) that `new` is about `old`'s fact,
-    where the two write a thing alike besides whom they are about (`things_shared`:
-    "Mei goes to Kita Wasserturm" / "Mei is loving Kita Wasserturm")? Then they share
-    more than their person, and `_only_the_people_shared` does not hold them apart.
-    That check held back 92 of the judge's links to the statement's own fact (most of
-    them restatements, which turn stale at the thing's next change) and 6 to another's
-    on 100 never-read files; let through so, stale rows 495 -> 478 for one more wrong
-    link (docs/BENCHMARKS.md, issue 15 session 54)."""
-    return p >= SURE_CHANGE and bool(things_shared(old, new))
 
 
 def _sure_change(text: str, p: float) -> bool:
