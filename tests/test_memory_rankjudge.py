@@ -126,8 +126,11 @@ def test_a_look_alike_stated_later_does_not_take_the_answers_place(
     """heldout113's first three steps (written blind by a helper; a file the judge was
     trained on): Dad's blood-pressure pill, his dose time, then the mother-in-law's
     pill "可别跟我爸的搞混了". Asked later which pill Dad takes, recall without the judge
-    puts the newer look-alike first (the order judge takes it for Dad's pill changed, a
-    missed update); the shipped rank judge puts Dad's row back first."""
+    puts the newer look-alike first where the order judge takes it for Dad's pill
+    changed, a missed update (the shipped order judge gives it 0.60 to 0.62 here, on
+    either side of its threshold as the embedder's numbers vary by platform: one sure
+    of every newer row stands in for it); the shipped rank judge puts Dad's row back
+    first."""
     store = judged
     dad = store.remember(
         "跟你说下我爸的情况，他一个人在老家住，血压偏高，现在每天吃的降压药是氨氯地平，一天一片。"
@@ -140,7 +143,7 @@ def test_a_look_alike_stated_later_does_not_take_the_answers_place(
     ).conclusion
     assert store.rank_judge is not None  # on by default, as in the daemon
     asked = "我爸平时吃的是哪种降压药？"
-    store.rank_judge = None
+    store.order_judge, store.rank_judge = always_sure(), None
     assert store.recall(asked, 5)[0].id == theirs.id
     store.rank_judge = RankJudge.load()
     assert [row.id for row in store.recall(asked, 5)[:2]] == [dad.id, theirs.id]
