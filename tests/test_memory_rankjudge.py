@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 from judges import FRIDAYS, WEDNESDAYS, always_sure, hit, swim_report
 
 from memory.conclusions import ConclusionStore
@@ -160,12 +159,14 @@ def test_the_row_about_the_asked_thing_goes_before_another_giving_a_time(
     it there. The judge retrained on 201 files (300 trees of depth 5) puts the contract
     first: on the files it was not trained on, by file left out, it turned 41 more step
     questions right than wrong (docs/BENCHMARKS.md, issue 15 session 55)."""
+    from test_memory_reconcile import _bench_module
+
+    bench = _bench_module("memory_updates")
     store = judged
-    path = Path(__file__).resolve().parent.parent / "bench/scenarios/heldout31_s17_b.yaml"
-    steps = yaml.safe_load(path.read_text(encoding="utf-8"))["steps"][:5]
-    rows = [store.remember(step["remember"]).conclusion for step in steps]
+    _, steps = bench.load_scenario(bench.SCENARIOS / "heldout31_s17_b.yaml")
+    rows = [store.remember(step.text).conclusion for step in steps[:5]]
     asked = "When does the SMS vendor contract expire?"
-    assert steps[4]["query"] == asked
+    assert steps[4].query == asked
     assert store.rank_judge is not None  # the shipped trees, on by default
     assert store.recall(asked, 5)[0].id == rows[4].id
     assert store.recall(asked, 1)[0].id == rows[4].id
