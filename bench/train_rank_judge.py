@@ -30,7 +30,7 @@ from memory.rankjudge import DEPTH, FEATURES, WEIGHTS, Listed, rank_features
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from train_order_judge import asked_in
-from train_pair_judge import write_trees
+from train_pair_judge import fit, write_trees
 
 FOLDS = 10
 # the trees' size: on 201 files (93 read, 108 blind) 300 trees of depth 5 turned more
@@ -66,19 +66,9 @@ def _lists(reports: list[Path]) -> list[dict[str, Any]]:
 
 
 def _fit(lists: list[dict[str, Any]]) -> Any:
-    from sklearn.ensemble import GradientBoostingClassifier
-
     rows = [row for case in lists for row in case["rows"]]
     labels = [label for case in lists for label in case["labels"]]
-    model = GradientBoostingClassifier(
-        n_estimators=TREES,
-        max_depth=TREE_DEPTH,
-        learning_rate=0.05,
-        subsample=0.8,
-        random_state=0,
-    )
-    model.fit(np.array(rows), np.array(labels))
-    return model
+    return fit(np.array(rows), np.array(labels), trees=TREES, depth=TREE_DEPTH)
 
 
 def _turned(case: dict[str, Any], p: np.ndarray, margin: float) -> int:
