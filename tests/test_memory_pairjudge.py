@@ -15,7 +15,14 @@ import yaml
 
 from assistant.app import Assistant
 from assistant.config import load_settings
-from memory.conclusions import SURE_CHANGE, ConclusionStore, Remembered, _disowns, _sure_change
+from memory.conclusions import (
+    BEYOND_DOUBT,
+    SURE_CHANGE,
+    ConclusionStore,
+    Remembered,
+    _disowns,
+    _sure_change,
+)
 from memory.orderjudge import FEATURES as ORDER_FEATURES
 from memory.orderjudge import OrderJudge
 from memory.pairjudge import FEATURES, FLOOR, Candidate, PairJudge, Tree, features
@@ -218,6 +225,39 @@ def _judge_of(p: float, threshold: float = 0.99) -> PairJudge:
 def _always_sure() -> PairJudge:
     """A judge sure of every pair (p ≈ 1): what is left apart is the guards'."""
     return _judge_of(1 / (1 + math.exp(-10.0)), threshold=0.9)
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (  # heldout26 (written blind, read): the doctor named by what she does
+            "乐乐的儿科医生是许医生，诊所在大巴窑，从他出生看到现在快两年了。",
+            "给乐乐看病的那位现在是梁医生了。许医生退休了，诊所交给了她以前带的学生。",
+        ),
+        (  # heldout78 (written blind, read): the contact named by the account handed over
+            "Our distributor in the Netherlands is GreenNest BV, and the person I deal with "
+            "there is Marieke.",
+            "Marieke has moved to GreenNest's Antwerp office, and Joost Bakker took over our "
+            "account from her.",
+        ),
+    ],
+)
+def test_a_judge_beyond_doubt_links_across_subjects_read_off_the_words(
+    rules_only: ConclusionStore, first: str, second: str
+) -> None:
+    """The subject the rules read off each wording ("给乐乐看病的那位" / "乐乐的儿科医生")
+    shares no spelling: a sure judge is not enough to link across that, one beyond doubt
+    is (on never-read files that check stopped only right links there)."""
+    store = rules_only
+    store.pair_judge = _judge_of(BEYOND_DOUBT - 0.02, threshold=0.9)
+    old = store.remember(first).conclusion
+    assert store.remember(second).action == "created"
+    store.clear()
+    store.pair_judge = _judge_of(BEYOND_DOUBT + 0.01, threshold=0.9)
+    old = store.remember(first).conclusion
+    done = store.remember(second)
+    assert done.action == "superseded", done.decision
+    assert done.previous is not None and done.previous.id == old.id
 
 
 @pytest.mark.parametrize(
