@@ -250,7 +250,7 @@ def test_a_judge_beyond_doubt_links_across_subjects_read_off_the_words(
     is (on never-read files that check stopped only right links there)."""
     store = rules_only
     store.pair_judge = _judge_of(BEYOND_DOUBT - 0.02, threshold=0.9)
-    old = store.remember(first).conclusion
+    store.remember(first)
     assert store.remember(second).action == "created"
     store.clear()
     store.pair_judge = _judge_of(BEYOND_DOUBT + 0.01, threshold=0.9)
@@ -258,6 +258,26 @@ def test_a_judge_beyond_doubt_links_across_subjects_read_off_the_words(
     done = store.remember(second)
     assert done.action == "superseded", done.decision
     assert done.previous is not None and done.previous.id == old.id
+
+
+def test_the_shipped_judge_links_a_contact_handed_over(rules_only: ConclusionStore) -> None:
+    """heldout78's words with the trees as shipped: the subjects the rules read ("the
+    Netherlands distributor" / "Marieke") share nothing, the judge is beyond doubt, and
+    Joost replaces Marieke instead of both staying the contact."""
+    store = rules_only
+    store.pair_judge = PairJudge.load()
+    assert store.pair_judge is not None
+    old = store.remember(
+        "Our distributor in the Netherlands is GreenNest BV, and the person I deal with there "
+        "is Marieke."
+    ).conclusion
+    done = store.remember(
+        "Marieke has moved to GreenNest's Antwerp office, and Joost Bakker took over our "
+        "account from her."
+    )
+    assert done.action == "superseded", done.decision
+    assert done.previous is not None and done.previous.id == old.id
+    assert [c.text for c in store.list()] == [done.conclusion.text]
 
 
 @pytest.mark.parametrize(
