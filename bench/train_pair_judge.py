@@ -126,7 +126,9 @@ def trees_of(model: Any) -> list[dict]:
         trees.append(
             {
                 "feature": [int(f) for f in tree.feature],
-                "threshold": [round(float(t), 6) for t in tree.threshold],
+                # unrounded: a cut rounded to 6 places moved training values beside it
+                # across (0.11 of a probability on one row; issue 15 session 58)
+                "threshold": [float(t) for t in tree.threshold],
                 "left": [int(n) for n in tree.children_left],
                 "right": [int(n) for n in tree.children_right],
                 "value": [round(float(v[0][0]), 6) for v in tree.value],

@@ -10,6 +10,7 @@ import math
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -658,3 +659,22 @@ def test_a_statement_sharing_its_person_and_a_value_is_linked_by_a_sure_judge(
     a topic word of the stored row, whose value it names again: left as a second row,
     the thing's next change would replace one of the two and leave the other stale."""
     _supersedes(judged, name, upto, opening)
+
+
+def test_the_trees_read_a_row_in_single_precision_as_they_were_trained() -> None:
+    """scikit-learn casts its input to float32 before it walks a tree: a value a hair
+    below a cut in double precision but on it in single goes where training sent it."""
+    from memory.pairjudge import Boosted
+
+    value = 0.4  # float32(0.4) is 0.4000000059604645, a little more
+    cut = float(np.float32(value)) - 1e-9  # above 0.4, below its float32
+    tree = Tree(
+        feature=(0, -1, -1),
+        threshold=(cut, -2.0, -2.0),
+        left=(1, -1, -1),
+        right=(2, -1, -1),
+        value=(0.0, -1.0, 1.0),
+    )
+    trees = Boosted(trees=(tree,), base=0.0, rate=1.0)
+    assert value <= cut < float(np.float32(value))
+    assert trees.probability([value]) == pytest.approx(1 / (1 + math.exp(-1.0)))
