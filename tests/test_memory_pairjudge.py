@@ -26,7 +26,7 @@ from memory.conclusions import (
 )
 from memory.orderjudge import FEATURES as ORDER_FEATURES
 from memory.orderjudge import OrderJudge
-from memory.pairjudge import FEATURES, FLOOR, Candidate, PairJudge, Tree, features
+from memory.pairjudge import FEATURES, FLOOR, Boosted, Candidate, PairJudge, Tree, features
 from memory.rankjudge import FEATURES as RANK_FEATURES
 from memory.rankjudge import RankJudge
 
@@ -663,9 +663,7 @@ def test_a_statement_sharing_its_person_and_a_value_is_linked_by_a_sure_judge(
 
 def test_the_trees_read_a_row_in_single_precision_as_they_were_trained() -> None:
     """scikit-learn casts its input to float32 before it walks a tree: a value a hair
-    below a cut in double precision but on it in single goes where training sent it."""
-    from memory.pairjudge import Boosted
-
+    below a cut in double precision but above it in single goes where training sent it."""
     value = 0.4  # float32(0.4) is 0.4000000059604645, a little more
     cut = float(np.float32(value)) - 1e-9  # above 0.4, below its float32
     tree = Tree(
