@@ -1140,8 +1140,7 @@ class ConclusionStore:
                 return None
         else:
             return None
-        old_keys = _keys(old.subject, old.text)
-        if keys and old_keys and not keys & old_keys:
+        if _other_subject(keys, old):
             return None
         return old, similarity, across
 
@@ -1238,8 +1237,7 @@ class ConclusionStore:
         if pick is None:
             return None
         i, p = pick
-        old_keys = _keys(rows[i].subject, rows[i].text)
-        if keys and old_keys and not keys & old_keys and p < BEYOND_DOUBT:
+        if _other_subject(keys, rows[i]) and p < BEYOND_DOUBT:
             return None  # a row about another subject, unless the judge is beyond doubt
         # what the rules hold two facts apart for (other people, someone else's, another
         # of the kind: `kept_apart`; what the trees merged at scale: `_held_apart`), the
@@ -2352,6 +2350,14 @@ def _kin(
 _STAND_IN_SUBJECT = re.compile(
     r"(?:the)?(?:new|old|other)?ones?|[新旧老]?(?:的)?[这那一另]?[家个位间所]"
 )
+
+
+def _other_subject(keys: set[str], old: Conclusion) -> bool:
+    """Do the new statement's subjects (`keys`, as the rules read them off its words) and
+    the stored row's both exist and share no spelling? Then a link between them needs
+    more than nearness or a sure judge."""
+    old_keys = _keys(old.subject, old.text)
+    return bool(keys and old_keys and not keys & old_keys)
 
 
 def _may_be_of(keys: set[str], old: Conclusion) -> bool:

@@ -298,10 +298,10 @@ class Boosted:
             return None
 
     def probability(self, row: Sequence[float]) -> float:
-        # read in single precision, as scikit-learn reads its input: a value within half
-        # a float32 step of a cut falls on the side it fell in training (read in double,
-        # trees trained in session 58 gave one training row 0.036 more or less than
-        # scikit-learn did, in single 2e-7; docs/BENCHMARKS.md, issue 15 session 58)
+        # read in single precision, as scikit-learn's trees read their input ("internally
+        # converted to dtype=np.float32"): read in double, the trees trained in session
+        # 58 gave their training rows up to 0.036 more or less than predict_proba, read
+        # in single 2e-7 (docs/BENCHMARKS.md, issue 15 session 58)
         row = np.asarray(row, dtype=np.float32).tolist()
         logit = self.base + self.rate * sum(tree(row) for tree in self.trees)
         return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, logit))))
